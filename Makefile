@@ -1,0 +1,36 @@
+# Two commands do everything on a fresh machine:
+#   make demo   creates .venv if missing, installs, runs the main job on the embedded default
+#   make test   creates .venv if missing, installs with dev extras, runs the test suite
+# torch==2.13.0 is installed before the project so that pip never resolves a multi-GB CUDA build.
+# Elsewhere, pass extra pip arguments for torch, e.g. a CPU wheel index: make test TORCH_PIP_ARGS="--index-url URL"
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_VERSION ?= 2.13.0
+TORCH_PIP_ARGS ?=
+STAMP := $(VENV)/.agentbalance-installed
+
+.PHONY: demo test lint install clean-venv
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION) $(TORCH_PIP_ARGS)
+	$(BIN)/python -m pip install --quiet -e ".[dev,autogen]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/agentbalance pools --plot runs/demo/pools.png --json-out runs/demo/pools.json
+
+test: $(STAMP)
+	$(BIN)/ruff check agentbalance tests benchmarks
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check agentbalance tests benchmarks
+
+clean-venv:
+	rm -rf $(VENV)

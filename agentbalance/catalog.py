@@ -1,0 +1,223 @@
+"""Backbone catalogs: load and validate pools/*.yaml, and derive each backbone's triple (Perf, TokCost, Lat).
+
+A price or a score lives here and nowhere else; this module never calls an LLM.
+
+The derived triple follows the paper's §3.1.1, with these documented proxies:
+
+* Perf    = mean of the backbone's published scores over the benchmarks in use (0-100).
+* TokCost = USD per 100 single-agent queries = 100 * (price_in * P + price_out * C * m) / 1e6, with
+            P typical prompt tokens, C typical completion tokens and m the reasoning multiplier
+            (1 for non-reasoning backbones). Default m = 4.0: the median completion length of the
+            reasoning models in the GSM8K reasoning recordings is 510 tokens against 128 for the
+            non-reasoning ones.
+* Lat     = seconds per single-agent call = TTFT + C * m / decode_tps, where decode_tps is the
+            catalog's figure when given, else the memory-bandwidth proxy tps_at_1b / active params
+            (billions), capped at tps_cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agentbalance.errors import AgentBalanceError, describe_validation_error, require_unique_names
+from agentbalance.files import read_yaml_mapping
+from agentbalance.shipped import default_catalog_path
+
+
+class CostAssumptions(BaseModel):
+    """Typical token counts and speed constants behind TokCost and Lat; a catalog may override them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_tokens: float = Field(600.0, gt=0, description="typical prompt tokens of one agent call")
+    completion_tokens: float = Field(300.0, gt=0, description="typical completion tokens, non-reasoning")
+    reasoning_multiplier: float = Field(4.0, ge=1, description="completion-token multiplier of reasoning models")
+    ttft_s: float = Field(0.5, ge=0, description="time to first token when the backbone gives none")
+    tps_at_1b: float = Field(1600.0, gt=0, description="decode tokens/s of a 1B-active model; scales as 1/params")
+    tps_cap: float = Field(250.0, gt=0, description="upper bound of the decode-speed proxy, tokens/s")
+
+
+class Backbone(BaseModel):
+    """One candidate LLM backbone; a thinking and a non-thinking variant of one model are two backbones."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    model: str | None = Field(None, min_length=1, description="model id for live calls; defaults to name")
+    family: str = Field(min_length=1)
+    reasoning: bool
+    instruct: bool | None = None
+    params_active_b: float | None = Field(None, gt=0)
+    params_total_b: float | None = Field(None, gt=0)
+    price_in: float = Field(ge=0, description="USD per 1M input tokens")
+    price_out: float = Field(ge=0, description="USD per 1M output tokens")
+    decode_tps: float | None = Field(None, gt=0)
+    ttft_s: float | None = Field(None, ge=0)
+    scores: dict[str, float] = Field(default_factory=dict)
+    source: str | None = None
+    request: dict[str, Any] = Field(default_factory=dict, description="extra parameters of every live call")
+
+    @field_validator("scores")
+    @classmethod
+    def _scores_are_percentages(cls, scores: dict[str, float]) -> dict[str, float]:
+        for benchmark, value in scores.items():
+            if not 0 <= value <= 100:
+                raise ValueError(f"score {benchmark}={value} is outside 0-100")
+        return scores
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Backbone:
+        if (
+            self.params_active_b is not None
+            and self.params_total_b is not None
+            and self.params_active_b > self.params_total_b * (1 + 1e-9)
+        ):
+            raise ValueError(f"params_active_b ({self.params_active_b}) exceeds params_total_b ({self.params_total_b})")
+        if self.params_active_b is None and self.decode_tps is None:
+            raise ValueError("needs params_active_b or decode_tps (the latency proxy uses one of them)")
+        return self
+
+    @property
+    def model_id(self) -> str:
+        return self.model or self.name
+
+    def perf(self, benchmarks: Sequence[str]) -> float:
+        """Mean published score over `benchmarks` (0-100)."""
+        missing = [b for b in benchmarks if b not in self.scores]
+        if missing or not benchmarks:
+            raise AgentBalanceError(
+                f"backbone {self.name!r} has no score for {', '.join(missing) or '(no benchmark given)'}; "
+                f"it has: {', '.join(sorted(self.scores)) or 'none'}"
+            )
+        return sum(self.scores[b] for b in benchmarks) / len(benchmarks)
+
+    def completion_tokens(self, assumptions: CostAssumptions) -> float:
+        multiplier = assumptions.reasoning_multiplier if self.reasoning else 1.0
+        return assumptions.completion_tokens * multiplier
+
+    def tok_cost(self, assumptions: CostAssumptions) -> float:
+        """USD per 100 single-agent queries at the typical token counts."""
+        usd = self.price_in * assumptions.prompt_tokens + self.price_out * self.completion_tokens(assumptions)
+        return 100 * usd / 1e6
+
+    def decode_speed(self, assumptions: CostAssumptions) -> float:
+        """Decode tokens/s: the catalog's figure, else the active-parameter proxy."""
+        if self.decode_tps is not None:
+            return self.decode_tps
+        assert self.params_active_b is not None  # guaranteed by _consistent
+        return min(assumptions.tps_cap, assumptions.tps_at_1b / self.params_active_b)
+
+    def latency(self, assumptions: CostAssumptions) -> float:
+        """Seconds for one call at the typical completion length."""
+        ttft = self.ttft_s if self.ttft_s is not None else assumptions.ttft_s
+        return ttft + self.completion_tokens(assumptions) / self.decode_speed(assumptions)
+
+
+class _CatalogFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backbones: list[Backbone] = Field(min_length=1)
+    assumptions: CostAssumptions = Field(default_factory=CostAssumptions)
+
+
+class Catalog:
+    """An ordered, validated set of backbones with unique names."""
+
+    def __init__(
+        self,
+        backbones: Iterable[Backbone],
+        assumptions: CostAssumptions | None = None,
+        source: str = "<memory>",
+    ) -> None:
+        self.backbones: tuple[Backbone, ...] = tuple(backbones)
+        self.assumptions = assumptions or CostAssumptions()
+        self.source = source
+        if not self.backbones:
+            raise AgentBalanceError(f"{source}: a catalog needs at least one backbone")
+        require_unique_names([b.name for b in self.backbones], source, "backbones")
+        self._by_name = {backbone.name: backbone for backbone in self.backbones}
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Catalog:
+        """Load and validate a catalog YAML; the default is the shipped qwen3-deepseek catalog."""
+        path = Path(path) if path is not None else default_catalog_path()
+        raw = read_yaml_mapping(path, "catalog")
+        entries = raw.get("backbones") if isinstance(raw.get("backbones"), list) else []
+        try:
+            parsed = _CatalogFile.model_validate(raw)
+        except ValidationError as error:
+            raise AgentBalanceError(describe_validation_error(error, str(path), entries)) from None
+        return cls(parsed.backbones, parsed.assumptions, source=str(path))
+
+    def __iter__(self) -> Iterator[Backbone]:
+        return iter(self.backbones)
+
+    def __len__(self) -> int:
+        return len(self.backbones)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __getitem__(self, name: str) -> Backbone:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise AgentBalanceError(
+                f"unknown backbone {name!r} in catalog {self.source}; known: {', '.join(self.names)}"
+            ) from None
+
+    @property
+    def names(self) -> list[str]:
+        return [backbone.name for backbone in self.backbones]
+
+    def subset(self, names: Iterable[str]) -> Catalog:
+        """A catalog of the named backbones, in this catalog's order."""
+        wanted = set(names)
+        for name in wanted:
+            self[name]  # raises a clear error for an unknown name
+        return Catalog([b for b in self.backbones if b.name in wanted], self.assumptions, self.source)
+
+    def common_benchmarks(self) -> list[str]:
+        """Benchmarks every backbone has a score for, in first-seen order."""
+        common = set(self.backbones[0].scores)
+        for backbone in self.backbones[1:]:
+            common &= set(backbone.scores)
+        return [b for b in self.backbones[0].scores if b in common]
+
+    def resolve_benchmarks(self, benchmarks: Sequence[str] | None) -> list[str]:
+        """The benchmarks Perf averages over: the ones asked for, or all that every backbone has."""
+        if benchmarks:
+            return list(benchmarks)
+        common = self.common_benchmarks()
+        if not common:
+            raise AgentBalanceError(
+                f"{self.source}: no benchmark is scored for every backbone, so Perf cannot be compared; "
+                "add scores or name the benchmarks to use"
+            )
+        return common
+
+    def triples(self, benchmarks: Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per backbone: perf (0-100), tok_cost (USD / 100 queries), lat (s), reasoning."""
+        used = self.resolve_benchmarks(benchmarks)
+        try:
+            rows = self._triple_rows(used)
+        except AgentBalanceError as error:
+            raise AgentBalanceError(f"{self.source}: {error}") from None
+        return pd.DataFrame(rows).set_index("name")
+
+    def _triple_rows(self, used: Sequence[str]) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": b.name,
+                "perf": b.perf(used),
+                "tok_cost": b.tok_cost(self.assumptions),
+                "lat": b.latency(self.assumptions),
+                "reasoning": b.reasoning,
+            }
+            for b in self.backbones
+        ]

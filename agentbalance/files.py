@@ -1,0 +1,37 @@
+"""Reading the user's data files (YAML) with errors that name the file and the line.
+
+Must never let a parser exception or an OS error reach the user as a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentbalance.errors import AgentBalanceError
+
+
+def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
+    """Parse a YAML file whose top level must be a mapping; `what` names it in errors ("catalog")."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AgentBalanceError(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise AgentBalanceError(f"{what} path is a directory, not a file: {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise AgentBalanceError(f"cannot read {what} file {path}: {error}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        at = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise AgentBalanceError(f"{path}:{at}: malformed YAML: {problem}") from None
+    if not isinstance(data, dict):
+        found = "an empty file" if data is None else f"a {type(data).__name__}"
+        raise AgentBalanceError(f"{path}: a {what} file must be a YAML mapping at top level, found {found}")
+    return data

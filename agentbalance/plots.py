@@ -1,0 +1,60 @@
+"""Figures written to files (PNG): the pools scatter now, performance-budget curves later.
+
+Never opens a window: the Agg backend only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.pooling import PoolingResult
+
+
+def plot_pools(result: PoolingResult, path: Path, title: str = "") -> None:
+    """Scatter of log TokCost vs Perf; colour = pool, dominated backbones grey crosses, names annotated."""
+    triples = result.triples
+    figure, axes = plt.subplots(figsize=(8, 5.5))
+    palette = plt.get_cmap("viridis")
+    pool_count = max(len(result.pools), 1)
+    for index in range(len(result.pools)):
+        members = triples[triples["pool"] == index]
+        axes.scatter(
+            members["tok_cost"],
+            members["perf"],
+            s=60,
+            color=palette(index / max(pool_count - 1, 1)),
+            label=f"pool {index}",
+            zorder=3,
+        )
+    dropped = triples[~triples["kept"]]
+    if len(dropped):
+        axes.scatter(dropped["tok_cost"], dropped["perf"], marker="x", color="0.6", label="dominated", zorder=2)
+    for name, row in triples.iterrows():
+        axes.annotate(
+            f"{name}{' [R]' if row.reasoning else ''}",
+            (row.tok_cost, row.perf),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=7,
+            color="0.1" if row.kept else "0.55",
+        )
+    axes.set_xscale("log")
+    axes.set_xlabel("TokCost (USD per 100 single-agent queries, log scale)")
+    axes.set_ylabel(f"Perf (mean of {', '.join(result.benchmarks)})")
+    axes.set_title(f"Pareto front and pools{': ' + title if title else ''}")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=130)
+    except OSError as error:
+        raise AgentBalanceError(f"cannot write plot {path}: {error}") from None
+    finally:
+        plt.close(figure)

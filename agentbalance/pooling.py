@@ -1,0 +1,159 @@
+"""Paper §3.1.1: keep the 3-D Pareto-optimal backbones and group them into cost-tier pools by k-medoids.
+
+Pure functions of the triples (Perf, TokCost, Lat): no LLM calls, no randomness beyond the given seed.
+k-medoids comes from the maintained `kmedoids` package (FasterPAM), not scikit-learn-extra, whose
+KMedoids is unmaintained and whose wheel does not import with numpy 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import kmedoids
+import numpy as np
+import pandas as pd
+
+from agentbalance.catalog import Catalog
+from agentbalance.errors import AgentBalanceError
+
+DEFAULT_POOL_COUNT = 4
+
+
+def dominance_matrix(perf: np.ndarray, tok_cost: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    """D[i, j] is True when backbone i dominates j: no worse on all three objectives, better on one.
+
+    Perf is maximised, TokCost and Lat minimised. Identical points do not dominate each other.
+    """
+    costs = np.stack([-np.asarray(perf, float), np.asarray(tok_cost, float), np.asarray(lat, float)], axis=1)
+    no_worse = (costs[:, None, :] <= costs[None, :, :]).all(axis=2)
+    better = (costs[:, None, :] < costs[None, :, :]).any(axis=2)
+    return no_worse & better
+
+
+def pareto_front(perf: np.ndarray, tok_cost: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    """Boolean mask of the non-dominated points (exact, O(n^2) vectorised)."""
+    return ~dominance_matrix(perf, tok_cost, lat).any(axis=0)
+
+
+def pool_features(triples: pd.DataFrame) -> np.ndarray:
+    """phi(m) = [Perf, log TokCost, log Lat], each column standardised (a constant column stays 0)."""
+    raw = np.stack(
+        [
+            triples["perf"].to_numpy(float),
+            np.log(np.maximum(triples["tok_cost"].to_numpy(float), 1e-12)),
+            np.log(np.maximum(triples["lat"].to_numpy(float), 1e-12)),
+        ],
+        axis=1,
+    )
+    spread = raw.std(axis=0)
+    return (raw - raw.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
+
+
+@dataclass(frozen=True)
+class PoolingResult:
+    """Which backbones survive the Pareto filter, who dominates the others, and the ordered pools."""
+
+    triples: pd.DataFrame  # every backbone: perf, tok_cost, lat, reasoning, kept, pool (-1 if dropped)
+    benchmarks: list[str]
+    kept: list[str]
+    dominated_by: dict[str, list[str]]  # dropped backbone -> every backbone that dominates it
+    pools: list[list[str]]  # cheapest tier first; members by increasing TokCost
+    medoids: list[str]  # one per pool, same order
+
+    def pool_of(self, name: str) -> int:
+        for index, members in enumerate(self.pools):
+            if name in members:
+                return index
+        raise AgentBalanceError(f"backbone {name!r} is in no pool (dropped by the Pareto filter or unknown)")
+
+    def to_json(self) -> dict[str, Any]:
+        """The public JSON form printed by `agentbalance pools --json`."""
+        return {
+            "benchmarks": self.benchmarks,
+            "kept": self.kept,
+            "dropped": [{"name": name, "dominated_by": by} for name, by in self.dominated_by.items()],
+            "pools": self.pools,
+            "medoids": self.medoids,
+            "backbones": [
+                {
+                    "name": name,
+                    "perf": round(float(row.perf), 4),
+                    "tok_cost": float(row.tok_cost),
+                    "lat": round(float(row.lat), 4),
+                    "reasoning": bool(row.reasoning),
+                    "kept": bool(row.kept),
+                    "pool": int(row.pool),
+                }
+                for name, row in self.triples.iterrows()
+            ],
+        }
+
+
+def pool_backbones(triples: pd.DataFrame, k: int | None = None, seed: int = 0) -> tuple[list[list[str]], list[str]]:
+    """k-medoids over phi(m) of already Pareto-filtered backbones; pools ordered by cost tier.
+
+    Backbones with identical triples always share a pool, so k counts distinct profiles: `k=None`
+    means DEFAULT_POOL_COUNT capped by that count, and an explicit k above it is an error.
+    Tier order: mean log TokCost of a pool's members, then mean log Lat.
+    """
+    count = len(triples)
+    if count == 0:
+        raise AgentBalanceError("no backbone to pool")
+    features = pool_features(triples)
+    distinct, profile_of = np.unique(features, axis=0, return_inverse=True)
+    profile_of = profile_of.reshape(-1)
+    distinct_count = len(distinct)
+    if k is None:
+        k = min(DEFAULT_POOL_COUNT, distinct_count)
+    if k < 1:
+        raise AgentBalanceError(f"the number of pools must be at least 1, got {k}")
+    if k > distinct_count:
+        identical = f" ({distinct_count} distinct profiles)" if distinct_count < count else ""
+        raise AgentBalanceError(
+            f"cannot make {k} pools from {count} backbones kept by the Pareto filter{identical}; "
+            f"use --k {distinct_count} or fewer"
+        )
+    names = list(triples.index)
+    if k == distinct_count:
+        profile_labels, medoid_profiles = np.arange(k), np.arange(k)
+    else:
+        fitted = kmedoids.KMedoids(
+            n_clusters=k, metric="euclidean", method="fasterpam", init="build", random_state=seed
+        ).fit(distinct)
+        profile_labels, medoid_profiles = np.asarray(fitted.labels_), np.asarray(fitted.medoid_indices_)
+    labels = profile_labels[profile_of]
+    # the medoid backbone of each pool: the first backbone whose profile is the medoid profile
+    medoid_rows = np.array([int(np.flatnonzero(profile_of == profile)[0]) for profile in medoid_profiles])
+    log_tok = np.log(np.maximum(triples["tok_cost"].to_numpy(float), 1e-12))
+    log_lat = np.log(np.maximum(triples["lat"].to_numpy(float), 1e-12))
+
+    def tier(label: int) -> tuple[float, float]:
+        members = labels == label
+        return float(log_tok[members].mean()), float(log_lat[members].mean())
+
+    order = sorted(range(k), key=tier)
+    pools = []
+    for label in order:
+        rows = sorted(np.flatnonzero(labels == label), key=lambda row: (log_tok[row], log_lat[row], names[row]))
+        pools.append([names[row] for row in rows])
+    medoids = [names[int(medoid_rows[label])] for label in order]
+    return pools, medoids
+
+
+def build_pools(
+    catalog: Catalog, k: int | None = None, seed: int = 0, benchmarks: Sequence[str] | None = None
+) -> PoolingResult:
+    """Pareto-filter the catalog on its derived triples, then pool the survivors by k-medoids."""
+    used = catalog.resolve_benchmarks(benchmarks)
+    triples = catalog.triples(used)
+    dominance = dominance_matrix(triples["perf"], triples["tok_cost"], triples["lat"])
+    kept_mask = ~dominance.any(axis=0)
+    names = list(triples.index)
+    kept = [name for name, keep in zip(names, kept_mask, strict=True) if keep]
+    dominated_by = {names[j]: [names[i] for i in np.flatnonzero(dominance[:, j])] for j in np.flatnonzero(~kept_mask)}
+    pools, medoids = pool_backbones(triples.loc[kept], k=k, seed=seed)
+    pool_index = {name: index for index, members in enumerate(pools) for name in members}
+    triples = triples.assign(kept=kept_mask, pool=[pool_index.get(name, -1) for name in names])
+    return PoolingResult(triples, used, kept, dominated_by, pools, medoids)

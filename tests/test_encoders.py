@@ -1,0 +1,66 @@
+"""Backbone text profiles and the offline TextEncoder with its content-hash cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentbalance.catalog import Catalog
+from agentbalance.encoders import TextEncoder, backbone_profiles
+
+
+def test_profiles_name_benchmarks_prices_and_type() -> None:
+    catalog = Catalog.load()
+    thinking = next(b for b in catalog if b.reasoning)
+    performance, price, model_type = backbone_profiles(thinking)
+    assert "MMLU" in performance and "MATH" in performance and "HumanEval" in performance
+    assert f"{thinking.price_out:g}" in price and "per million output tokens" in price
+    assert "reasoning" in model_type and thinking.family in model_type
+    plain = next(b for b in catalog if not b.reasoning)
+    assert "non-reasoning" in backbone_profiles(plain)[2]
+
+
+@pytest.fixture(scope="module")
+def offline_encoder(tmp_path_factory: pytest.TempPathFactory) -> TextEncoder:
+    patch = pytest.MonkeyPatch()
+    patch.setenv("HF_HUB_OFFLINE", "1")
+    patch.setenv("TRANSFORMERS_OFFLINE", "1")
+    encoder = TextEncoder(cache_dir=tmp_path_factory.mktemp("embeddings"))
+    encoder.encode(["warm up"])
+    patch.undo()
+    return encoder
+
+
+def test_encoder_loads_offline_and_gives_normalised_meaningful_embeddings(offline_encoder: TextEncoder) -> None:
+    vectors = offline_encoder.encode(
+        ["Solve for x: 2x + 3 = 7.", "Find x such that 2x + 3 equals 7.", "Who painted the Mona Lisa?"]
+    )
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
+
+
+def test_profile_embeddings_have_three_vectors_per_backbone(offline_encoder: TextEncoder) -> None:
+    catalog = Catalog.load()
+    profiles = offline_encoder.encode_profiles(catalog.backbones[:4])
+    assert profiles.shape == (4, 3, 384)
+
+
+def test_disk_cache_serves_a_new_encoder_without_loading_the_model(
+    offline_encoder: TextEncoder, tmp_path: Path
+) -> None:
+    texts = ["What is the capital of France?", "def add(a, b):"]
+    first = TextEncoder(cache_dir=tmp_path)
+    first._model = offline_encoder._load()  # share the loaded model to keep the test fast
+    expected = first.encode(texts)
+
+    second = TextEncoder(cache_dir=tmp_path)
+
+    def refuse_to_load() -> None:
+        raise AssertionError("the model was loaded although every text is cached")
+
+    second._load = refuse_to_load  # type: ignore[method-assign]
+    assert np.array_equal(second.encode(texts), expected)
+    assert np.array_equal(second.encode(texts[::-1]), expected[::-1])

@@ -1,0 +1,39 @@
+"""The wheel carries the shipped catalogs and role libraries, so defaults work outside a checkout."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def test_wheel_contains_shipped_pools_and_roles(tmp_path: Path) -> None:
+    pytest.importorskip("hatchling", reason="hatchling (a dev extra) builds the wheel")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    (wheel,) = tmp_path.glob("agentbalance-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for shipped in sorted((REPO / "pools").glob("*.yaml")) + sorted((REPO / "roles").glob("*.yaml")):
+        assert f"agentbalance/_shipped/{shipped.parent.name}/{shipped.name}" in names
+    assert "agentbalance/cli.py" in names

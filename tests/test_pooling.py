@@ -1,0 +1,156 @@
+"""Pareto front and k-medoids pools: exact dominance, every kept backbone in exactly one pool, tier order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentbalance.catalog import Backbone, Catalog
+from agentbalance.errors import AgentBalanceError
+from agentbalance.pooling import build_pools, dominance_matrix, pareto_front, pool_backbones
+
+
+def dominates(a: tuple[float, float, float], b: tuple[float, float, float]) -> bool:
+    """Reference definition, written independently of the vectorised one."""
+    no_worse = a[0] >= b[0] and a[1] <= b[1] and a[2] <= b[2]
+    better = a[0] > b[0] or a[1] < b[1] or a[2] < b[2]
+    return no_worse and better
+
+
+# Small integer grids make ties and exact duplicates frequent.
+points = st.lists(
+    st.tuples(st.integers(0, 6), st.integers(1, 6), st.integers(1, 6)).map(lambda t: tuple(map(float, t))),
+    min_size=1,
+    max_size=25,
+)
+
+
+@given(points)
+@settings(max_examples=300, deadline=None)
+def test_no_kept_point_is_dominated_and_every_dropped_one_is_dominated_by_a_kept_one(pts: list) -> None:
+    perf, tok, lat = (np.array(column) for column in zip(*pts, strict=True))
+    kept = pareto_front(perf, tok, lat)
+    for j, point in enumerate(pts):
+        dominators = [i for i, other in enumerate(pts) if dominates(other, point)]
+        if kept[j]:
+            assert not dominators
+        else:
+            assert any(kept[i] for i in dominators)
+
+
+@given(points)
+@settings(max_examples=200, deadline=None)
+def test_dominance_matrix_matches_the_definition(pts: list) -> None:
+    perf, tok, lat = (np.array(column) for column in zip(*pts, strict=True))
+    matrix = dominance_matrix(perf, tok, lat)
+    expected = np.array([[dominates(a, b) for b in pts] for a in pts], dtype=bool).reshape(len(pts), len(pts))
+    assert (matrix == expected).all()
+
+
+def make_catalog(pts: list) -> Catalog:
+    backbones = []
+    for index, (perf, price, active) in enumerate(pts):
+        backbones.append(
+            Backbone(
+                name=f"m{index}",
+                family="test",
+                reasoning=index % 3 == 0,
+                params_active_b=active,
+                params_total_b=active,
+                price_in=price,
+                price_out=price,
+                scores={"mmlu": perf},
+            )
+        )
+    return Catalog(backbones)
+
+
+catalog_points = st.lists(
+    st.tuples(st.integers(10, 90), st.integers(1, 40), st.integers(1, 80)).map(
+        lambda t: (float(t[0]), t[1] / 10, float(t[2]))
+    ),
+    min_size=1,
+    max_size=20,
+)
+
+
+@given(catalog_points, st.integers(1, 5), st.integers(0, 3))
+@settings(max_examples=120, deadline=None)
+def test_every_kept_backbone_is_in_exactly_one_pool(pts: list, k: int, seed: int) -> None:
+    catalog = make_catalog(pts)
+    triples = catalog.triples()
+    kept_mask = pareto_front(triples["perf"], triples["tok_cost"], triples["lat"])
+    distinct_profiles = len(triples.loc[kept_mask, ["perf", "tok_cost", "lat"]].drop_duplicates())
+    if k > distinct_profiles:
+        with pytest.raises(AgentBalanceError, match=f"cannot make {k} pools from {int(kept_mask.sum())} backbones"):
+            build_pools(catalog, k=k, seed=seed)
+        return
+    result = build_pools(catalog, k=k, seed=seed)
+    members = [name for pool in result.pools for name in pool]
+    assert sorted(members) == sorted(result.kept)
+    assert len(result.pools) == k and all(result.pools)
+    assert set(result.dominated_by) == set(catalog.names) - set(result.kept)
+    for dropped, by in result.dominated_by.items():
+        assert by and any(name in result.kept for name in by), dropped
+    for index, medoid in enumerate(result.medoids):
+        assert medoid in result.pools[index]
+
+
+def test_duplicates_are_both_kept_and_share_a_pool() -> None:
+    # m0 and m3 are reasoning backbones (make_catalog marks every third one); m1 and m2 are identical
+    catalog = make_catalog([(70.0, 3.0, 30.0), (50.0, 1.0, 8.0), (50.0, 1.0, 8.0), (40.0, 2.0, 30.0)])
+    with pytest.raises(AgentBalanceError, match=r"cannot make 3 pools from 3 backbones .*\(2 distinct profiles\)"):
+        build_pools(catalog, k=3)
+    result = build_pools(catalog, k=2)
+    assert result.kept == ["m0", "m1", "m2"]
+    assert result.dominated_by == {"m3": ["m1", "m2"]}
+    assert result.pool_of("m1") == result.pool_of("m2") == 0
+    assert result.pool_of("m0") == 1
+
+
+def test_pools_are_ordered_cheapest_tier_first_and_deterministic() -> None:
+    catalog = Catalog.load()
+    first = build_pools(catalog, seed=0)
+    again = build_pools(catalog, seed=0)
+    assert first.pools == again.pools and first.medoids == again.medoids
+    costs = first.triples["tok_cost"]
+    tiers = [float(np.log(costs[pool]).mean()) for pool in first.pools]
+    assert tiers == sorted(tiers)
+    for pool in first.pools:
+        assert list(costs[pool]) == sorted(costs[pool])
+
+
+def test_default_pool_count_is_four_and_capped_by_the_survivors() -> None:
+    assert len(build_pools(Catalog.load()).pools) == 4
+    tiny = make_catalog([(50.0, 1.0, 8.0), (70.0, 3.0, 30.0)])
+    assert len(build_pools(tiny).pools) == 2
+
+
+def test_explicit_k_above_the_survivors_or_below_one_is_an_error() -> None:
+    tiny = make_catalog([(50.0, 1.0, 8.0), (70.0, 3.0, 30.0)])
+    with pytest.raises(AgentBalanceError, match="cannot make 3 pools from 2 backbones"):
+        build_pools(tiny, k=3)
+    with pytest.raises(AgentBalanceError, match="at least 1"):
+        build_pools(tiny, k=0)
+
+
+def test_shipped_catalog_drops_qwen25_72b_as_in_the_paper() -> None:
+    result = build_pools(Catalog.load())
+    assert "qwen2.5-72b-instruct" in result.dominated_by
+
+
+def test_pool_backbones_groups_clear_clusters_together() -> None:
+    triples = pd.DataFrame(
+        {
+            "perf": [30, 31, 32, 60, 61, 62, 85, 86],
+            "tok_cost": [0.01, 0.011, 0.012, 0.1, 0.11, 0.12, 1.0, 1.1],
+            "lat": [1, 1.1, 1.2, 5, 5.5, 6, 30, 33],
+        },
+        index=[f"b{i}" for i in range(8)],
+    )
+    pools, medoids = pool_backbones(triples, k=3, seed=0)
+    assert pools == [["b0", "b1", "b2"], ["b3", "b4", "b5"], ["b6", "b7"]]
+    assert medoids[0] == "b1" and medoids[1] == "b4"
