@@ -17,15 +17,16 @@ The derived triple follows the paper's §3.1.1, with these documented proxies:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentbalance.errors import AgentBalanceError, describe_validation_error, require_unique_names
-from agentbalance.files import read_yaml_mapping
+from agentbalance.errors import AgentBalanceError
+from agentbalance.files import load_validated
+from agentbalance.named import NamedCollection
 from agentbalance.shipped import default_catalog_path
 
 
@@ -125,8 +126,10 @@ class _CatalogFile(BaseModel):
     assumptions: CostAssumptions = Field(default_factory=CostAssumptions)
 
 
-class Catalog:
+class Catalog(NamedCollection[Backbone]):
     """An ordered, validated set of backbones with unique names."""
+
+    item_kind, collection_kind, section = "backbone", "catalog", "backbones"
 
     def __init__(
         self,
@@ -134,46 +137,19 @@ class Catalog:
         assumptions: CostAssumptions | None = None,
         source: str = "<memory>",
     ) -> None:
-        self.backbones: tuple[Backbone, ...] = tuple(backbones)
+        super().__init__(backbones, source)
         self.assumptions = assumptions or CostAssumptions()
-        self.source = source
-        if not self.backbones:
-            raise AgentBalanceError(f"{source}: a catalog needs at least one backbone")
-        require_unique_names([b.name for b in self.backbones], source, "backbones")
-        self._by_name = {backbone.name: backbone for backbone in self.backbones}
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Catalog:
         """Load and validate a catalog YAML; the default is the shipped qwen3-deepseek catalog."""
         path = Path(path) if path is not None else default_catalog_path()
-        raw = read_yaml_mapping(path, "catalog")
-        entries = raw.get("backbones") if isinstance(raw.get("backbones"), list) else []
-        try:
-            parsed = _CatalogFile.model_validate(raw)
-        except ValidationError as error:
-            raise AgentBalanceError(describe_validation_error(error, str(path), entries)) from None
+        parsed = load_validated(path, "catalog", _CatalogFile, "backbones")
         return cls(parsed.backbones, parsed.assumptions, source=str(path))
 
-    def __iter__(self) -> Iterator[Backbone]:
-        return iter(self.backbones)
-
-    def __len__(self) -> int:
-        return len(self.backbones)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._by_name
-
-    def __getitem__(self, name: str) -> Backbone:
-        try:
-            return self._by_name[name]
-        except KeyError:
-            raise AgentBalanceError(
-                f"unknown backbone {name!r} in catalog {self.source}; known: {', '.join(self.names)}"
-            ) from None
-
     @property
-    def names(self) -> list[str]:
-        return [backbone.name for backbone in self.backbones]
+    def backbones(self) -> tuple[Backbone, ...]:
+        return self._items
 
     def subset(self, names: Iterable[str]) -> Catalog:
         """A catalog of the named backbones, in this catalog's order."""

@@ -6,11 +6,12 @@ Must never let a parser exception or an OS error reach the user as a traceback.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
-from agentbalance.errors import AgentBalanceError
+from agentbalance.errors import AgentBalanceError, describe_validation_error
 
 
 def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
@@ -35,3 +36,19 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
         found = "an empty file" if data is None else f"a {type(data).__name__}"
         raise AgentBalanceError(f"{path}: a {what} file must be a YAML mapping at top level, found {found}")
     return data
+
+
+Schema = TypeVar("Schema", bound=BaseModel)
+
+
+def load_validated(path: str | Path, what: str, schema: type[Schema], list_key: str) -> Schema:
+    """Read a YAML file and validate it against `schema`; errors name the file, the entry and the field.
+
+    `list_key` is the top-level list whose entries are named in errors by their `name` key.
+    """
+    raw = read_yaml_mapping(path, what)
+    entries = raw.get(list_key) if isinstance(raw.get(list_key), list) else []
+    try:
+        return schema.model_validate(raw)
+    except ValidationError as error:
+        raise AgentBalanceError(describe_validation_error(error, str(path), entries)) from None
