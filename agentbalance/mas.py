@@ -1,0 +1,222 @@
+"""The multi-agent system G_Q = (V_Q, E_Q): agents (role + backbone), directed edges, one decision agent.
+
+A MAS is valid by construction (acyclic, no dangling edges, every agent feeds the decision agent);
+it describes what to run and never runs anything itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentbalance.catalog import Catalog
+from agentbalance.errors import AgentBalanceError, describe_validation_error, require_unique_names
+from agentbalance.roles import RoleSet
+
+
+class Agent(BaseModel):
+    """One node of the MAS: an id unique in the MAS, a role name, a backbone name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    role: str = Field(min_length=1)
+    backbone: str = Field(min_length=1)
+
+    @property
+    def name(self) -> str:
+        return self.id
+
+
+class _MASDocument(BaseModel):
+    """The public JSON form; unknown top-level keys are kept in `extra`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    agents: list[Agent] = Field(min_length=1)
+    edges: list[tuple[str, str]] = Field(default_factory=list)
+    decision: str = Field(min_length=1)
+    query_id: str | None = None
+    pool: int | None = None
+
+
+class MAS:
+    """A validated DAG of agents whose decision agent's answer is the MAS answer."""
+
+    def __init__(
+        self,
+        agents: Sequence[Agent],
+        edges: Iterable[tuple[str, str]],
+        decision: str,
+        query_id: str | None = None,
+        pool: int | None = None,
+        extra: dict[str, Any] | None = None,
+        source: str = "MAS",
+    ) -> None:
+        self.agents: tuple[Agent, ...] = tuple(agents)
+        self.edges: tuple[tuple[str, str], ...] = tuple((str(a), str(b)) for a, b in edges)
+        self.decision = decision
+        self.query_id = query_id
+        self.pool = pool
+        self.extra: dict[str, Any] = dict(extra or {})
+        self._validate(source)
+        self._by_id = {agent.id: agent for agent in self.agents}
+        self._predecessors: dict[str, list[str]] = {agent.id: [] for agent in self.agents}
+        for src, dst in self.edges:
+            self._predecessors[dst].append(src)
+
+    def _validate(self, source: str) -> None:
+        if not self.agents:
+            raise AgentBalanceError(f"{source}: a MAS needs at least one agent")
+        require_unique_names([agent.id for agent in self.agents], source, "agents")
+        ids = {agent.id for agent in self.agents}
+        if self.decision not in ids:
+            raise AgentBalanceError(f"{source}: decision agent {self.decision!r} is not one of the agents")
+        seen: set[tuple[str, str]] = set()
+        for index, (src, dst) in enumerate(self.edges):
+            for end in (src, dst):
+                if end not in ids:
+                    raise AgentBalanceError(f"{source}: edge {index} [{src!r}, {dst!r}] names unknown agent {end!r}")
+            if src == dst:
+                raise AgentBalanceError(f"{source}: edge {index} is a self-loop on {src!r}")
+            if (src, dst) in seen:
+                raise AgentBalanceError(f"{source}: edge {index} [{src!r}, {dst!r}] is repeated")
+            seen.add((src, dst))
+        graph = self._graph()
+        try:
+            cycle = nx.find_cycle(graph)
+        except nx.NetworkXNoCycle:
+            cycle = None
+        if cycle:
+            path = " -> ".join([str(edge[0]) for edge in cycle] + [str(cycle[0][0])])
+            raise AgentBalanceError(f"{source}: the edges contain a cycle: {path}")
+        if graph.out_degree(self.decision) > 0:
+            raise AgentBalanceError(
+                f"{source}: the decision agent {self.decision!r} has outgoing edges; it must be the last agent"
+            )
+        feeding = nx.ancestors(graph, self.decision) | {self.decision}
+        idle = [agent.id for agent in self.agents if agent.id not in feeding]
+        if idle:
+            raise AgentBalanceError(
+                f"{source}: agent(s) {', '.join(idle)} do not reach the decision agent {self.decision!r}: "
+                "they would cost without contributing"
+            )
+
+    def _graph(self) -> nx.DiGraph:
+        graph = nx.DiGraph()
+        graph.add_nodes_from(agent.id for agent in self.agents)
+        graph.add_edges_from(self.edges)
+        return graph
+
+    # ---- views
+
+    def __len__(self) -> int:
+        return len(self.agents)
+
+    def agent(self, agent_id: str) -> Agent:
+        return self._by_id[agent_id]
+
+    def predecessors(self, agent_id: str) -> list[str]:
+        """Incoming agents of `agent_id`, in edge order."""
+        return list(self._predecessors[agent_id])
+
+    def topological_order(self) -> list[str]:
+        """Agent ids, each after all its predecessors; ties kept in agent order."""
+        position = {agent.id: index for index, agent in enumerate(self.agents)}
+        return list(nx.lexicographical_topological_sort(self._graph(), key=position.__getitem__))
+
+    def to_networkx(self) -> nx.DiGraph:
+        """A networkx DiGraph; nodes carry `role`, `backbone` and `decision` attributes."""
+        graph = self._graph()
+        for agent in self.agents:
+            graph.nodes[agent.id].update(role=agent.role, backbone=agent.backbone, decision=agent.id == self.decision)
+        return graph
+
+    def depth(self) -> int:
+        """Number of agents on the longest chain (1 for a lone decision agent)."""
+        return int(nx.dag_longest_path_length(self._graph())) + 1
+
+    def to_mermaid(self) -> str:
+        """A mermaid flowchart: one box per agent (role, backbone), the decision agent double-boxed."""
+        node = {agent.id: f"n{index}" for index, agent in enumerate(self.agents)}  # ids mermaid accepts
+        lines = ["flowchart LR"]
+        for agent in self.agents:
+            label = f"{agent.id}: {agent.role}<br/>{agent.backbone}".replace('"', "'")
+            shape = f'[["{label}"]]' if agent.id == self.decision else f'["{label}"]'
+            lines.append(f"    {node[agent.id]}{shape}")
+        lines.extend(f"    {node[src]} --> {node[dst]}" for src, dst in self.edges)
+        return "\n".join(lines)
+
+    # ---- checks against the catalog and role library in use
+
+    def check_against(self, catalog: Catalog, roles: RoleSet, source: str = "MAS") -> None:
+        """Every backbone must be in the catalog and every role in the role library."""
+        for agent in self.agents:
+            if agent.backbone not in catalog:
+                raise AgentBalanceError(
+                    f"{source}: agent {agent.id!r} uses unknown backbone {agent.backbone!r} "
+                    f"(catalog {catalog.source}; known: {', '.join(catalog.names)})"
+                )
+            if agent.role not in roles:
+                raise AgentBalanceError(
+                    f"{source}: agent {agent.id!r} uses unknown role {agent.role!r} "
+                    f"(role library {roles.source}; known: {', '.join(roles.names)})"
+                )
+
+    # ---- JSON
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "query_id": self.query_id,
+            "pool": self.pool,
+            "agents": [agent.model_dump() for agent in self.agents],
+            "edges": [list(edge) for edge in self.edges],
+            "decision": self.decision,
+        }
+        document.update(self.extra)
+        return document
+
+    @classmethod
+    def from_json(cls, document: object, source: str = "MAS") -> MAS:
+        """Build from the public JSON form; unknown keys are kept and written back."""
+        if not isinstance(document, dict):
+            raise AgentBalanceError(f"{source}: a MAS must be a JSON object, found {type(document).__name__}")
+        try:
+            parsed = _MASDocument.model_validate(document)
+        except ValidationError as error:
+            raise AgentBalanceError(describe_validation_error(error, source, document.get("agents") or [])) from None
+        return cls(
+            parsed.agents,
+            parsed.edges,
+            parsed.decision,
+            query_id=parsed.query_id,
+            pool=parsed.pool,
+            extra=dict(parsed.model_extra or {}),
+            source=source,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> MAS:
+        path = Path(path)
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise AgentBalanceError(f"MAS file not found: {path}") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise AgentBalanceError(f"cannot read MAS file {path}: {error}") from None
+        except json.JSONDecodeError as error:
+            raise AgentBalanceError(
+                f"{path}: line {error.lineno}, column {error.colno}: malformed JSON: {error.msg}"
+            ) from None
+        return cls.from_json(document, source=str(path))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MAS) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"MAS({len(self.agents)} agents, {len(self.edges)} edges, decision={self.decision!r})"

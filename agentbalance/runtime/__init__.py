@@ -1,0 +1,1 @@
+"""Executing a MAS: the async DAG runner and its accounting."""

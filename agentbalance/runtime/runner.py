@@ -1,0 +1,202 @@
+"""The async DAG runner: each agent starts as soon as all its predecessors finished.
+
+It executes a given MAS and accounts for it; it never decides which agents run (that is the policy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.mas import MAS
+from agentbalance.query import Query
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.accounting import modelled_schedule
+from agentbalance.runtime.prompts import agent_messages
+from agentbalance.runtime.trace import AgentTrace, Trace
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, Upstream, World
+
+Grader = Callable[[Query, str | None], bool | None]
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Optional hard per-query caps: once reached, no new agent is launched."""
+
+    max_usd: float | None = None
+    max_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in (("max_usd", self.max_usd), ("max_seconds", self.max_seconds)):
+            if value is not None and value <= 0:
+                raise AgentBalanceError(f"per-query cap {name} must be positive, got {value}")
+
+
+@dataclass
+class _Outcome:
+    completion: Completion | None
+    error: str | None = None
+    skipped: str | None = None
+    failed_latency_s: float = 0.0
+    failed_cost_usd: float = 0.0
+    failed_prompt_tokens: int = 0
+
+
+class Runner:
+    """Runs MAS on queries in a world. One concurrency limit bounds the LLM calls in flight across queries."""
+
+    def __init__(
+        self,
+        world: World,
+        roles: RoleSet,
+        concurrency: int = 32,
+        caps: Caps | None = None,
+        grader: Grader | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise AgentBalanceError(f"concurrency must be at least 1, got {concurrency}")
+        self.world = world
+        self.roles = roles
+        self.concurrency = concurrency
+        self.caps = caps or Caps()
+        self.grader = grader
+
+    async def run(self, mas: MAS, query: Query, limit: asyncio.Semaphore | None = None) -> Trace:
+        """Execute `mas` on `query`; agent failures are recorded, user errors (AgentBalanceError) raise."""
+        mas.check_against(self.world.catalog, self.roles)
+        limit = limit or asyncio.Semaphore(self.concurrency)
+        started = time.perf_counter()
+        outcomes: dict[str, _Outcome] = {}
+        finished_at: dict[str, float] = {}  # modelled end time of each finished agent
+        spent = [0.0]  # USD spent so far on this query (a one-element box shared by the agent tasks)
+        capped: list[str] = []
+        tasks: dict[str, asyncio.Task[None]] = {}
+
+        async def run_agent(agent_id: str) -> None:
+            predecessors = mas.predecessors(agent_id)
+            if predecessors:
+                await asyncio.gather(*(tasks[p] for p in predecessors))
+            modelled_start = max((finished_at[p] for p in predecessors), default=0.0)
+            reason = self._cap_reason(spent[0], modelled_start)
+            if reason is not None:
+                capped.append(reason)
+                outcomes[agent_id] = _Outcome(None, skipped=reason)
+                finished_at[agent_id] = modelled_start
+                return
+            agent = mas.agent(agent_id)
+            role = self.roles[agent.role]
+            inputs = [
+                Upstream(p, self.roles[mas.agent(p).role], self.world.catalog[mas.agent(p).backbone], completion)
+                for p in predecessors
+                if (completion := outcomes[p].completion) is not None
+            ]
+            call = AgentCall(
+                agent=agent,
+                role=role,
+                backbone=self.world.catalog[agent.backbone],
+                messages=agent_messages(role, query, inputs),
+                query=query,
+                inputs=inputs,
+            )
+            async with limit:
+                outcome = await self._call(call)
+            outcomes[agent_id] = outcome
+            latency = outcome.completion.latency_s if outcome.completion else outcome.failed_latency_s
+            spent[0] += outcome.completion.cost_usd if outcome.completion else outcome.failed_cost_usd
+            finished_at[agent_id] = modelled_start + latency
+
+        for agent_id in mas.topological_order():
+            tasks[agent_id] = asyncio.create_task(run_agent(agent_id))
+        try:
+            await asyncio.gather(*tasks.values())
+        except BaseException:
+            for task in tasks.values():
+                task.cancel()
+            raise
+        return self._trace(mas, query, outcomes, time.perf_counter() - started, capped[0] if capped else None)
+
+    async def run_many(self, items: Iterable[tuple[MAS, Query]]) -> list[Trace]:
+        """Run many (MAS, query) pairs concurrently under this runner's one concurrency limit; order kept."""
+        limit = asyncio.Semaphore(self.concurrency)
+        return list(await asyncio.gather(*(self.run(mas, query, limit) for mas, query in items)))
+
+    def run_sync(self, items: Sequence[tuple[MAS, Query]]) -> list[Trace]:
+        """`run_many` for callers without an event loop."""
+        return asyncio.run(self.run_many(items))
+
+    def _cap_reason(self, spent_usd: float, modelled_start_s: float) -> str | None:
+        if self.caps.max_usd is not None and spent_usd >= self.caps.max_usd:
+            return f"max_usd {self.caps.max_usd:g} reached"
+        if self.caps.max_seconds is not None and modelled_start_s >= self.caps.max_seconds:
+            return f"max_seconds {self.caps.max_seconds:g} reached"
+        return None
+
+    async def _call(self, call: AgentCall) -> _Outcome:
+        try:
+            return _Outcome(await self.world.complete(call))
+        except AgentBalanceError:
+            raise
+        except AgentCallFailed as failure:
+            return _Outcome(
+                None,
+                error=str(failure) or type(failure).__name__,
+                failed_latency_s=failure.latency_s,
+                failed_cost_usd=failure.cost_usd,
+                failed_prompt_tokens=failure.prompt_tokens,
+            )
+        except Exception as failure:  # a world bug or an unexpected client error: recorded, never silent
+            return _Outcome(None, error=f"{type(failure).__name__}: {failure}")
+
+    def _trace(self, mas: MAS, query: Query, outcomes: dict[str, _Outcome], wall_s: float, capped: str | None) -> Trace:
+        latencies = {
+            agent_id: (o.completion.latency_s if o.completion else o.failed_latency_s)
+            for agent_id, o in outcomes.items()
+        }
+        schedule = modelled_schedule(mas, latencies)
+        agents = []
+        for agent in mas.agents:
+            outcome = outcomes[agent.id]
+            completion = outcome.completion
+            start, end = schedule[agent.id]
+            agents.append(
+                AgentTrace(
+                    id=agent.id,
+                    role=agent.role,
+                    backbone=agent.backbone,
+                    answer=completion.answer if completion else None,
+                    text=completion.text if completion else "",
+                    prompt_tokens=completion.prompt_tokens if completion else outcome.failed_prompt_tokens,
+                    completion_tokens=completion.completion_tokens if completion else 0,
+                    reasoning_tokens=completion.reasoning_tokens if completion else 0,
+                    cost_usd=completion.cost_usd if completion else outcome.failed_cost_usd,
+                    latency_s=latencies[agent.id],
+                    start_s=start,
+                    end_s=end,
+                    error=outcome.error,
+                    skipped=outcome.skipped,
+                    inputs=tuple(mas.predecessors(agent.id)),
+                )
+            )
+        final = outcomes[mas.decision].completion
+        answer = final.answer if final else None
+        correct = final.correct if final else None
+        if correct is None and self.grader is not None and query.answer is not None:
+            correct = self.grader(query, answer)
+        if final is None and query.answer is not None:
+            correct = False  # no answer is a wrong answer when the gold is known
+        return Trace(
+            id=query.id,
+            answer=answer,
+            correct=correct,
+            cost_usd=sum(a.cost_usd for a in agents),
+            prompt_tokens=sum(a.prompt_tokens for a in agents),
+            completion_tokens=sum(a.completion_tokens for a in agents),
+            latency_s=schedule[mas.decision][1],
+            wall_s=wall_s,
+            world=self.world.name,
+            agents=tuple(agents),
+            capped=capped,
+        )

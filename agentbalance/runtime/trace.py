@@ -1,0 +1,75 @@
+"""What one MAS run on one query did: per-agent calls, the answer, and exactly what it cost.
+
+A record, not a calculator: it holds numbers the runner measured and summed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AgentTrace:
+    """One agent's part: its call's usage and its modelled place on the timeline (seconds from query start)."""
+
+    id: str
+    role: str
+    backbone: str
+    answer: str | None
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    reasoning_tokens: int
+    cost_usd: float
+    latency_s: float
+    start_s: float
+    end_s: float
+    error: str | None = None
+    skipped: str | None = None  # why the agent never launched (a per-query cap), else None
+    inputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A MAS run on one query. `latency_s` is the modelled critical path, `wall_s` the measured wall time."""
+
+    id: str
+    answer: str | None
+    correct: bool | None
+    cost_usd: float
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    wall_s: float
+    world: str
+    agents: tuple[AgentTrace, ...] = field(default_factory=tuple)
+    capped: str | None = None  # which per-query cap stopped new launches, if any
+
+    @property
+    def failures(self) -> int:
+        return sum(agent.error is not None for agent in self.agents)
+
+    def to_json(self, with_text: bool = False) -> dict[str, Any]:
+        """The public JSON form (`run --json`); agent texts only when asked (they can be long)."""
+        agents = []
+        for agent in self.agents:
+            record = asdict(agent)
+            record["inputs"] = list(agent.inputs)
+            if not with_text:
+                record.pop("text")
+            agents.append(record)
+        return {
+            "id": self.id,
+            "answer": self.answer,
+            "correct": self.correct,
+            "cost_usd": self.cost_usd,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": self.latency_s,
+            "wall_s": self.wall_s,
+            "failures": self.failures,
+            "capped": self.capped,
+            "world": self.world,
+            "agents": agents,
+        }

@@ -1,0 +1,1 @@
+"""Worlds: where LLM calls go (simulated, replay, live), all behind one protocol."""

@@ -1,0 +1,54 @@
+"""A scripted world for runner tests: fixed latency/cost per backbone, chosen failures, optional real sleeps."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from agentbalance.catalog import Catalog
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion
+
+
+@dataclass
+class ScriptedWorld:
+    catalog: Catalog
+    latency_s: dict[str, float] = field(default_factory=dict)  # per backbone; default 1.0
+    fail_agents: set[str] = field(default_factory=set)
+    crash_agents: set[str] = field(default_factory=set)
+    sleep_scale: float = 0.0  # sleep latency x scale, to observe real concurrency
+    name: str = "scripted"
+    simulated: bool = True
+    calls: list[AgentCall] = field(default_factory=list)
+    started: dict[str, float] = field(default_factory=dict)
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+    async def complete(self, call: AgentCall) -> Completion:
+        self.calls.append(call)
+        self.started[f"{call.query.id}/{call.agent.id}"] = time.perf_counter()
+        latency = self.latency_s.get(call.backbone.name, 1.0)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.sleep_scale:
+                await asyncio.sleep(latency * self.sleep_scale)
+            else:
+                await asyncio.sleep(0)
+        finally:
+            self.in_flight -= 1
+        if call.agent.id in self.fail_agents:
+            raise AgentCallFailed("HTTP 500 after 3 retries", latency_s=latency, cost_usd=0.001, prompt_tokens=10)
+        if call.agent.id in self.crash_agents:
+            raise RuntimeError("client bug")
+        seen = ",".join(sorted(u.agent_id for u in call.inputs))
+        answer = call.query.answer if call.role.kind == "decision" else f"{call.agent.id}"
+        return Completion(
+            text=f"{call.agent.id} saw [{seen}]",
+            answer=answer,
+            prompt_tokens=100 + 10 * len(call.inputs),
+            completion_tokens=50,
+            cost_usd=0.01,
+            latency_s=latency,
+            correct=None,
+        )
