@@ -106,6 +106,10 @@ class Backbone(BaseModel):
         usd = self.price_in * assumptions.prompt_tokens + self.price_out * self.completion_tokens(assumptions)
         return 100 * usd / 1e6
 
+    def call_cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """USD of one call with this usage at this backbone's prices (USD per 1M tokens)."""
+        return (prompt_tokens * self.price_in + completion_tokens * self.price_out) / 1e6
+
     def decode_speed(self, assumptions: CostAssumptions) -> float:
         """Decode tokens/s: the catalog's figure, else the active-parameter proxy."""
         if self.decode_tps is not None:

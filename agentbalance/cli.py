@@ -18,7 +18,14 @@ from rich.table import Table
 
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
+from agentbalance.mas import MAS
 from agentbalance.pooling import PoolingResult, build_pools
+from agentbalance.query import Query, read_queries
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.runner import Caps, Runner
+from agentbalance.runtime.trace import Trace
+from agentbalance.worlds import WORLD_HELP, open_world
+from agentbalance.worlds.base import World
 
 app = typer.Typer(
     name="agentbalance",
@@ -126,6 +133,112 @@ def pools(
     for path in (json_out, plot):
         if path is not None:
             console.print(f"wrote {path}", highlight=False)
+
+
+def _roles_for(mas: MAS, roles: str | None, world: World) -> RoleSet:
+    """The role library in use: the one named, else the world's default, else the shipped library
+    that holds every role the MAS uses."""
+    if roles is not None:
+        return RoleSet.load(roles)
+    default = getattr(world, "default_roles", None)
+    if default is not None:
+        return RoleSet.load(default)
+    wanted = {agent.role for agent in mas.agents}
+    for domain in ("general", "math", "code"):
+        library = RoleSet.load(domain)
+        if wanted <= set(library.names):
+            return library
+    raise AgentBalanceError(
+        f"no shipped role library holds all of the MAS's roles ({', '.join(sorted(wanted))}); pass --roles PATH"
+    )
+
+
+def _queries_for(question: str | None, input_path: Path | None, world: World) -> list[Query]:
+    if (question is None) == (input_path is None):
+        raise AgentBalanceError("give either a QUERY text or --input FILE.jsonl (exactly one)")
+    resolve = getattr(world, "resolve_query", None)  # replay worlds look queries up by id
+    if input_path is not None:
+        queries = read_queries(input_path, question_optional=resolve is not None)
+    else:
+        queries = [Query(id="q1", question=question or "")]
+    return [resolve(query) for query in queries] if resolve is not None else queries
+
+
+def _agents_table(trace: Trace) -> Table:
+    table = Table(title=f"query {trace.id}")
+    for column in ("agent", "role", "backbone", "answer", "in tok", "out tok", "USD", "start s", "end s", "note"):
+        table.add_column(
+            column, justify="right" if column in ("in tok", "out tok", "USD", "start s", "end s") else "left"
+        )
+    for agent in trace.agents:
+        note = agent.error or agent.skipped or ""
+        table.add_row(
+            agent.id,
+            agent.role,
+            agent.backbone,
+            agent.answer if agent.answer is not None else "-",
+            str(agent.prompt_tokens),
+            str(agent.completion_tokens),
+            f"{agent.cost_usd:.6f}",
+            f"{agent.start_s:.1f}",
+            f"{agent.end_s:.1f}",
+            note,
+        )
+    return table
+
+
+@app.command()
+@reports_user_errors
+def run(
+    question: Annotated[str | None, typer.Argument(help="The query text (or use --input).")] = None,
+    mas_path: Annotated[Path, typer.Option("--mas", help="The MAS to run, as JSON (see README).")] = ...,  # type: ignore[assignment]
+    input_path: Annotated[Path | None, typer.Option("--input", help="JSONL queries, one object a line.")] = None,
+    world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
+    catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
+    roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    concurrency: Annotated[int, typer.Option(min=1, help="LLM calls in flight at once.")] = 32,
+    max_usd: Annotated[float | None, typer.Option(help="Hard per-query USD cap (> 0).")] = None,
+    max_seconds: Annotated[float | None, typer.Option(help="Hard per-query seconds cap (> 0).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query, a line each (JSONL).")] = False,
+) -> None:
+    """Execute a MAS on one query or a JSONL file of queries; print answer, cost, latency per agent."""
+    loaded_catalog = Catalog.load(catalog) if catalog is not None else None
+    world = open_world(world_spec, loaded_catalog, seed=seed)
+    mas = MAS.load(mas_path)
+    library = _roles_for(mas, roles, world)
+    mas.check_against(world.catalog, library, source=str(mas_path))
+    queries = _queries_for(question, input_path, world)
+    runner = Runner(world, library, concurrency=concurrency, caps=Caps(max_usd, max_seconds))
+    traces = runner.run_sync([(mas, query) for query in queries])
+    if as_json:
+        for trace in traces:
+            sys.stdout.write(json.dumps(trace.to_json()) + "\n")
+        return
+    console = Console()
+    if world.simulated:
+        console.print("world: simulated (a calibrated simulator, not real LLM calls)", highlight=False)
+    else:
+        console.print(f"world: {world.name}", highlight=False)
+    for trace in traces:
+        console.print(_agents_table(trace))
+        verdict = {True: "correct", False: "wrong", None: "gold unknown"}[trace.correct]
+        console.print(
+            f"answer: {trace.answer} ({verdict})  cost: ${trace.cost_usd:.6f}  "
+            f"latency: {trace.latency_s:.1f} s (modelled critical path)  wall: {trace.wall_s:.3f} s"
+            + (f"  failures: {trace.failures}" if trace.failures else "")
+            + (f"  capped: {trace.capped}" if trace.capped else ""),
+            highlight=False,
+        )
+    if len(traces) > 1:
+        known = [t.correct for t in traces if t.correct is not None]
+        accuracy = f"{100 * sum(known) / len(known):.1f}%" if known else "n/a"
+        tok = 100 * sum(t.cost_usd for t in traces) / len(traces)
+        lat = sum(t.latency_s for t in traces) / len(traces)
+        console.print(
+            f"{len(traces)} queries: accuracy {accuracy}, Tok ${tok:.4f} per 100 queries, Lat {lat:.1f} s per query",
+            highlight=False,
+        )
 
 
 def main() -> None:

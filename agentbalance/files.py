@@ -1,10 +1,11 @@
-"""Reading the user's data files (YAML) with errors that name the file and the line.
+"""Reading the user's data files (YAML, JSONL) with errors that name the file and the line.
 
 Must never let a parser exception or an OS error reach the user as a traceback.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,17 +15,22 @@ from pydantic import BaseModel, ValidationError
 from agentbalance.errors import AgentBalanceError, describe_validation_error
 
 
-def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
-    """Parse a YAML file whose top level must be a mapping; `what` names it in errors ("catalog")."""
-    path = Path(path)
+def read_text(path: Path, what: str) -> str:
+    """A UTF-8 text file's content; `what` names it in errors ("catalog", "query")."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise AgentBalanceError(f"{what} file not found: {path}") from None
     except IsADirectoryError:
         raise AgentBalanceError(f"{what} path is a directory, not a file: {path}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise AgentBalanceError(f"cannot read {what} file {path}: {error}") from None
+
+
+def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
+    """Parse a YAML file whose top level must be a mapping; `what` names it in errors ("catalog")."""
+    path = Path(path)
+    text = read_text(path, what)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -52,3 +58,27 @@ def load_validated(path: str | Path, what: str, schema: type[Schema], list_key: 
         return schema.model_validate(raw)
     except ValidationError as error:
         raise AgentBalanceError(describe_validation_error(error, str(path), entries)) from None
+
+
+def read_jsonl_objects(path: str | Path, what: str) -> list[tuple[int, dict[str, Any]]]:
+    """Parse a JSONL file whose lines are JSON objects; returns (line number, object), blank lines skipped.
+
+    Errors name the file and the line, so a user can fix a hand-written file.
+    """
+    path = Path(path)
+    text = read_text(path, what)
+    objects = []
+    # split on "\n" only, not splitlines(): JSON strings may contain U+2028 and other line separators
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise AgentBalanceError(
+                f"{path}: line {number}, column {error.colno}: malformed JSON: {error.msg}"
+            ) from None
+        if not isinstance(value, dict):
+            raise AgentBalanceError(f"{path}: line {number}: expected a JSON object, found {type(value).__name__}")
+        objects.append((number, value))
+    return objects

@@ -66,9 +66,13 @@ class MAS:
         self.extra: dict[str, Any] = dict(extra or {})
         self._validate(source)
         self._by_id = {agent.id: agent for agent in self.agents}
-        self._predecessors: dict[str, list[str]] = {agent.id: [] for agent in self.agents}
+        self._predecessors: dict[str, tuple[str, ...]] = {agent.id: () for agent in self.agents}
+        self._successors: dict[str, tuple[str, ...]] = {agent.id: () for agent in self.agents}
         for src, dst in self.edges:
-            self._predecessors[dst].append(src)
+            self._predecessors[dst] += (src,)
+            self._successors[src] += (dst,)
+        position = {agent.id: index for index, agent in enumerate(self.agents)}
+        self._order = tuple(nx.lexicographical_topological_sort(self._graph(), key=position.__getitem__))
 
     def _validate(self, source: str) -> None:
         if not self.agents:
@@ -121,14 +125,17 @@ class MAS:
     def agent(self, agent_id: str) -> Agent:
         return self._by_id[agent_id]
 
-    def predecessors(self, agent_id: str) -> list[str]:
+    def predecessors(self, agent_id: str) -> tuple[str, ...]:
         """Incoming agents of `agent_id`, in edge order."""
-        return list(self._predecessors[agent_id])
+        return self._predecessors[agent_id]
 
-    def topological_order(self) -> list[str]:
-        """Agent ids, each after all its predecessors; ties kept in agent order."""
-        position = {agent.id: index for index, agent in enumerate(self.agents)}
-        return list(nx.lexicographical_topological_sort(self._graph(), key=position.__getitem__))
+    def successors(self, agent_id: str) -> tuple[str, ...]:
+        """Outgoing agents of `agent_id`, in edge order."""
+        return self._successors[agent_id]
+
+    def topological_order(self) -> tuple[str, ...]:
+        """Agent ids, each after all its predecessors; ties kept in agent order (computed once)."""
+        return self._order
 
     def to_networkx(self) -> nx.DiGraph:
         """A networkx DiGraph; nodes carry `role`, `backbone` and `decision` attributes."""

@@ -7,15 +7,23 @@ worlds and scorers.
 from __future__ import annotations
 
 import string
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.files import read_jsonl_objects
 
 DOMAINS = ("general", "math", "code")
 
 
 class Query(BaseModel):
-    """One question. `domain` is one of DOMAINS when known; `answer` is the gold answer when known."""
+    """One question; `answer` is the gold answer when known.
+
+    `domain` is general/math/code for synthetic and shipped tasks; a replay world keeps its own
+    labels (e.g. "biology"). Worlds that need one of DOMAINS infer it when the label is not one.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -44,3 +52,35 @@ class Query(BaseModel):
             return self.question
         options = "\n".join(f"({letter}) {choice}" for letter, choice in zip(self.letters, self.choices, strict=True))
         return f"{self.question}\n\n{options}"
+
+
+def read_queries(path: str | Path, question_optional: bool = False) -> list[Query]:
+    """Read a JSONL query file: one `{"id", "question", "choices"?, "answer"?, "domain"?}` object a line.
+
+    A bad line is an error naming its line number; blank lines are skipped; ids must be unique.
+    `question_optional`: a line may give only an id (a replay world then looks the question up).
+    """
+    queries: list[Query] = []
+    first_line: dict[str, int] = {}
+    for number, record in read_jsonl_objects(path, "query"):
+        if isinstance(record.get("id"), int):
+            record["id"] = str(record["id"])
+        if question_optional and "question" not in record and isinstance(record.get("id"), str):
+            record["question"] = f"(recorded question {record['id']})"
+        if isinstance(record.get("answer"), int | float):
+            record["answer"] = str(record["answer"])
+        try:
+            query = Query.model_validate(record)
+        except ValidationError as error:
+            problem = error.errors()[0]
+            field_name = ".".join(str(part) for part in problem["loc"]) or "(line)"
+            raise AgentBalanceError(f"{path}: line {number}: field {field_name}: {problem['msg']}") from None
+        if query.id in first_line:
+            raise AgentBalanceError(
+                f"{path}: line {number}: duplicate id {query.id!r} (first on line {first_line[query.id]})"
+            )
+        first_line[query.id] = number
+        queries.append(query)
+    if not queries:
+        raise AgentBalanceError(f"{path}: no query in the file")
+    return queries

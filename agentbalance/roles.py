@@ -72,7 +72,12 @@ class RoleSet(NamedCollection[Role]):
         elif not Path(path).exists() and (shipped_dir("roles") / f"{path}.yaml").is_file():
             path = shipped_dir("roles") / f"{path}.yaml"
         parsed = load_validated(path, "role library", _RoleFile, "roles")
-        return cls(parsed.roles, parsed.domain, source=str(path))
+        # a role without its own `domains` belongs to the library's domain (role-domain fit uses it)
+        roles = [
+            role.model_copy(update={"domains": (parsed.domain,)}) if parsed.domain and not role.domains else role
+            for role in parsed.roles
+        ]
+        return cls(roles, parsed.domain, source=str(path))
 
     @property
     def roles(self) -> tuple[Role, ...]:

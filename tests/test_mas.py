@@ -33,7 +33,7 @@ def test_the_design_example_round_trips_losslessly_with_extra_keys() -> None:
 
 def test_a_lone_decision_agent_is_a_valid_mas() -> None:
     mas = MAS([Agent(id="d", role="Decision Maker", backbone="qwen3-1.7b")], [], "d")
-    assert mas.topological_order() == ["d"] and mas.depth() == 1
+    assert mas.topological_order() == ("d",) and mas.depth() == 1
 
 
 def layered() -> MAS:
@@ -53,7 +53,7 @@ def test_views_networkx_order_depth_and_mermaid() -> None:
     order = mas.topological_order()
     assert order.index("v") > order.index("s0") and order[-1] == "d"
     assert mas.depth() == 3
-    assert mas.predecessors("d") == ["s2", "v"]
+    assert mas.predecessors("d") == ("s2", "v")
     mermaid = mas.to_mermaid()
     assert mermaid.startswith("flowchart LR") and mermaid.count("-->") == 4 and "[[" in mermaid
 

@@ -9,13 +9,6 @@ from collections.abc import Mapping
 
 from agentbalance.mas import MAS
 
-USD_PER_TOKEN = 1e-6  # catalog prices are USD per 1M tokens
-
-
-def call_cost_usd(prompt_tokens: int, completion_tokens: int, price_in: float, price_out: float) -> float:
-    """USD of one call at catalog prices (USD per 1M tokens)."""
-    return (prompt_tokens * price_in + completion_tokens * price_out) * USD_PER_TOKEN
-
 
 def modelled_schedule(mas: MAS, latencies: Mapping[str, float]) -> dict[str, tuple[float, float]]:
     """(start_s, end_s) of every agent if each starts when all its predecessors end (the critical path).

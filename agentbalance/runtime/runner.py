@@ -15,7 +15,6 @@ from agentbalance.mas import MAS
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.accounting import modelled_schedule
-from agentbalance.runtime.prompts import agent_messages
 from agentbalance.runtime.trace import AgentTrace, Trace
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, Upstream, World
 
@@ -33,6 +32,14 @@ class Caps:
         for name, value in (("max_usd", self.max_usd), ("max_seconds", self.max_seconds)):
             if value is not None and value <= 0:
                 raise AgentBalanceError(f"per-query cap {name} must be positive, got {value}")
+
+
+@dataclass
+class _QueryState:
+    """What the agents of one query share while it runs: USD spent so far, and the cap that stopped it."""
+
+    spent_usd: float = 0.0
+    capped: str | None = None
 
 
 @dataclass
@@ -65,58 +72,69 @@ class Runner:
         self.grader = grader
 
     async def run(self, mas: MAS, query: Query, limit: asyncio.Semaphore | None = None) -> Trace:
-        """Execute `mas` on `query`; agent failures are recorded, user errors (AgentBalanceError) raise."""
+        """Execute `mas` on `query`; agent failures are recorded, user errors (AgentBalanceError) raise.
+
+        Event-driven: an agent's task is created the moment its last predecessor finishes, so no
+        task ever waits on another and the per-agent cost stays a few microseconds.
+        """
         mas.check_against(self.world.catalog, self.roles)
         limit = limit or asyncio.Semaphore(self.concurrency)
         started = time.perf_counter()
         outcomes: dict[str, _Outcome] = {}
+        delivered: dict[str, Upstream] = {}  # what each successful agent passes on to its successors
         finished_at: dict[str, float] = {}  # modelled end time of each finished agent
-        spent = [0.0]  # USD spent so far on this query (a one-element box shared by the agent tasks)
-        capped: list[str] = []
-        tasks: dict[str, asyncio.Task[None]] = {}
+        waiting_on = {agent.id: len(mas.predecessors(agent.id)) for agent in mas.agents}
+        all_done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        running: set[asyncio.Task[None]] = set()
+        state = _QueryState()
+
+        def launch(agent_id: str) -> None:
+            task = asyncio.create_task(run_agent(agent_id))
+            running.add(task)
+            task.add_done_callback(settle)
+
+        def settle(task: asyncio.Task[None]) -> None:
+            running.discard(task)
+            if task.cancelled() or all_done.done():
+                return
+            if task.exception() is not None:
+                all_done.set_exception(task.exception())  # type: ignore[arg-type]
+            elif len(outcomes) == len(mas.agents):
+                all_done.set_result(None)
 
         async def run_agent(agent_id: str) -> None:
             predecessors = mas.predecessors(agent_id)
-            if predecessors:
-                await asyncio.gather(*(tasks[p] for p in predecessors))
             modelled_start = max((finished_at[p] for p in predecessors), default=0.0)
-            reason = self._cap_reason(spent[0], modelled_start)
+            reason = self._cap_reason(state.spent_usd, modelled_start)
             if reason is not None:
-                capped.append(reason)
-                outcomes[agent_id] = _Outcome(None, skipped=reason)
-                finished_at[agent_id] = modelled_start
-                return
-            agent = mas.agent(agent_id)
-            role = self.roles[agent.role]
-            inputs = [
-                Upstream(p, self.roles[mas.agent(p).role], self.world.catalog[mas.agent(p).backbone], completion)
-                for p in predecessors
-                if (completion := outcomes[p].completion) is not None
-            ]
-            call = AgentCall(
-                agent=agent,
-                role=role,
-                backbone=self.world.catalog[agent.backbone],
-                messages=agent_messages(role, query, inputs),
-                query=query,
-                inputs=inputs,
-            )
-            async with limit:
-                outcome = await self._call(call)
-            outcomes[agent_id] = outcome
+                state.capped = state.capped or reason
+                outcome = _Outcome(None, skipped=reason)
+            else:
+                agent = mas.agent(agent_id)
+                role, backbone = self.roles[agent.role], self.world.catalog[agent.backbone]
+                inputs = [delivered[p] for p in predecessors if p in delivered]
+                async with limit:
+                    outcome = await self._call(AgentCall(agent, role, backbone, query, inputs))
+                if outcome.completion is not None:
+                    delivered[agent_id] = Upstream(agent_id, role, backbone, outcome.completion)
             latency = outcome.completion.latency_s if outcome.completion else outcome.failed_latency_s
-            spent[0] += outcome.completion.cost_usd if outcome.completion else outcome.failed_cost_usd
+            state.spent_usd += outcome.completion.cost_usd if outcome.completion else outcome.failed_cost_usd
             finished_at[agent_id] = modelled_start + latency
+            outcomes[agent_id] = outcome
+            for successor in mas.successors(agent_id):
+                waiting_on[successor] -= 1
+                if waiting_on[successor] == 0:
+                    launch(successor)
 
-        for agent_id in mas.topological_order():
-            tasks[agent_id] = asyncio.create_task(run_agent(agent_id))
+        for agent in mas.agents:
+            if waiting_on[agent.id] == 0:
+                launch(agent.id)
         try:
-            await asyncio.gather(*tasks.values())
-        except BaseException:
-            for task in tasks.values():
+            await all_done
+        finally:
+            for task in list(running):
                 task.cancel()
-            raise
-        return self._trace(mas, query, outcomes, time.perf_counter() - started, capped[0] if capped else None)
+        return self._trace(mas, query, outcomes, time.perf_counter() - started, state.capped)
 
     async def run_many(self, items: Iterable[tuple[MAS, Query]]) -> list[Trace]:
         """Run many (MAS, query) pairs concurrently under this runner's one concurrency limit; order kept."""

@@ -1,1 +1,33 @@
-"""Worlds: where LLM calls go (simulated, replay, live), all behind one protocol."""
+"""Worlds: where LLM calls go (simulated, replay, live), all behind one protocol.
+
+`open_world` turns a user's `--world` value into a world; heavy modules load only when asked for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentbalance.catalog import Catalog
+from agentbalance.errors import AgentBalanceError
+from agentbalance.worlds.base import World
+
+WORLD_HELP = "sim (the embedded simulator) | replay:DIR (recorded real outcomes)"
+
+
+def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0) -> World:
+    """`sim`/`simulated` or `replay:DIR`. In a replay world the catalog defaults to the world's models.yaml."""
+    if spec in ("sim", "simulated"):
+        from agentbalance.worlds.simulated import SimulatedWorld
+
+        return SimulatedWorld(catalog or Catalog.load(), seed=seed)
+    if spec.startswith("replay:"):
+        from agentbalance.worlds.replay import ReplayWorld
+
+        folder = Path(spec.removeprefix("replay:"))
+        world = ReplayWorld.load(folder, seed=seed)
+        if catalog is not None:
+            world = world.with_catalog(catalog)
+        return world
+    if spec == "live":
+        raise AgentBalanceError("the live world (any OpenAI-compatible endpoint) is not available in this version yet")
+    raise AgentBalanceError(f"unknown world {spec!r}; use {WORLD_HELP}")

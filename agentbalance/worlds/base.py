@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol, runtime_checkable
 
 from agentbalance.catalog import Backbone, Catalog
@@ -44,14 +45,35 @@ class Upstream:
 
 @dataclass(frozen=True)
 class AgentCall:
-    """Everything a world needs for one agent call: who, with which prompt, on which query, given which inputs."""
+    """Everything a world needs for one agent call: who, on which query, given which inputs.
+
+    `messages` (the chat prompt) is assembled on first use: simulated and replay worlds never need
+    the text, and skipping it keeps the runner's per-agent cost low.
+    """
 
     agent: Agent
     role: Role
     backbone: Backbone
-    messages: list[dict[str, str]]
     query: Query
     inputs: Sequence[Upstream] = field(default_factory=tuple)
+
+    @cached_property
+    def messages(self) -> list[dict[str, str]]:
+        return agent_messages(self.role, self.query, self.inputs)
+
+
+def agent_messages(role: Role, query: Query, inputs: Sequence[Upstream]) -> list[dict[str, str]]:
+    """Chat messages of one agent call: its role's system prompt, the query, its predecessors' messages.
+
+    Upstream text is quoted as data under a header; nothing in it changes what the runner does.
+    """
+    user = f"Question:\n{query.render()}"
+    if inputs:
+        quoted = "\n\n".join(
+            f"[{upstream.agent_id} | {upstream.role.name}]\n{upstream.completion.text}" for upstream in inputs
+        )
+        user += f"\n\nMessages from other agents:\n\n{quoted}"
+    return [{"role": "system", "content": role.prompt}, {"role": "user", "content": user}]
 
 
 class AgentCallFailed(Exception):
@@ -78,3 +100,16 @@ class World(Protocol):
     async def complete(self, call: AgentCall) -> Completion:
         """Answer one call, or raise AgentCallFailed (recorded) or AgentBalanceError (a user error: stops)."""
         ...
+
+
+CHARS_PER_TOKEN = 4  # the usual English estimate, used only where no API reports usage
+MESSAGE_OVERHEAD_TOKENS = 4  # chat-format tokens per message
+
+
+def estimate_prompt_tokens(call: AgentCall) -> int:
+    """Prompt tokens of a call whose world reports none: the role prompt and the query (characters / 4)
+    plus the full completions of the inputs, which a real agent reads (not the short texts a
+    simulated or replayed upstream shows)."""
+    own_text = call.role.prompt + call.query.render()
+    base = -(-len(own_text) // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * 2
+    return base + sum(upstream.completion.completion_tokens for upstream in call.inputs)

@@ -1,0 +1,586 @@
+"""Replay world: real recorded answers of real LLMs to real questions, combined by an explicit, swappable rule.
+
+It must never let an agent see gold answers, correctness labels or statistics of the val/test splits.
+
+How a call is answered (the default rule, `WeightedVote`):
+
+* An agent's own answer is the recorded answer of its backbone on the query.
+* An agent with inputs combines its own answer with its predecessors' answers by a weighted vote.
+  Each backbone m has a reliability r_m = (correct + 1) / (answered + 2): its Laplace-smoothed accuracy
+  on the TRAIN split only. Its vote weight is w_m = max(0.05, logit(r_m) + log(K - 1)), with K the
+  number of options (the query's choices; 10 for numeric answers; for choice-less letter questions
+  the number of distinct letters making up at least 1% of the train-split recorded answers), the
+  optimal weight of a voter that is right with probability r_m and otherwise wrong at random.
+  The agent's own weight is multiplied by a role-dependent self-weight (solver 1.0, critic 1.5,
+  decision 1.0: fields of `WeightedVote`). Empty answers abstain. The answer with the largest total
+  weight wins; ties go to the answer with the largest single weight, then to the first answer string.
+  The decision agent does the same over its inputs plus its own recorded answer.
+* Code worlds record no answers, only whether a backbone's solution passed the tests: the agent
+  SELECTS one solution (its own or one an input passed on) by the author's reliability x self-weight;
+  its answer names the author ("solution:<backbone>") and the author's recorded result is the outcome.
+* Correctness: the chosen answer against the gold answer; where the gold is unknown, the recorded
+  grade of a backbone that gave the chosen answer (None if none did).
+* Tokens: completion = the recorded completion length of the agent's own backbone; prompt =
+  `estimate_prompt_tokens` (role prompt + question, characters / 4) + the inputs' completion tokens.
+  Cost: the recorded cost plus the extra upstream text at the input price, else catalog prices.
+  Latency: the recorded `latency_s` when the world has it, else TTFT + completion / decode speed.
+  No randomness: a call's result is a pure function of the recording, the split seed and the call.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import hashlib
+import math
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+
+from agentbalance.catalog import Backbone, Catalog
+from agentbalance.errors import AgentBalanceError, describe_validation_error
+from agentbalance.files import read_jsonl_objects
+from agentbalance.query import Query
+from agentbalance.roles import RoleKind
+from agentbalance.worlds.base import AgentCall, Completion, Upstream, estimate_prompt_tokens
+
+WorldKind = Literal["mcq", "numeric", "code"]
+SPLITS = ("train", "val", "test")
+QUESTION_KEYS = frozenset({"id", "domain", "question", "choices", "answer", "source"})
+OUTCOME_COLUMNS = ("id", "model", "answer", "correct", "completion_tokens", "cost_usd")
+OPTIONAL_OUTCOME_COLUMNS = ("latency_s",)
+NUMERIC_OPTIONS = 10  # K of the vote weight for free-form numeric answers
+MIN_LETTER_SHARE = 0.01  # a letter counts as an option of choice-less MCQ if >= 1% of train answers
+SOLUTION_PREFIX = "solution:"
+_ROLES_OF_KIND: dict[str, str] = {"mcq": "general", "numeric": "math", "code": "code"}
+
+
+# ----------------------------------------------------------------------------- the combination rule
+
+
+@dataclass(frozen=True)
+class Ballot:
+    """One answer offered to a combination: whose it is and how reliable that backbone is on the train split."""
+
+    answer: str | None  # None or "" abstains; in code worlds, "solution:<author>"
+    backbone: str  # who vouches for it (code worlds: the solution's author)
+    reliability: float  # Laplace-smoothed train-split accuracy, in (0, 1)
+    own: bool = False  # the calling agent's own recorded answer
+
+
+class CombinationRule(Protocol):
+    """How an agent merges its own recorded answer with its inputs' answers; sees no gold, no test statistics."""
+
+    def vote(self, ballots: Sequence[Ballot], kind: RoleKind, options: int) -> str | None:
+        """The answer an agent of role `kind` gives, among `options` possible answers (None: all abstain)."""
+        ...
+
+    def select(self, ballots: Sequence[Ballot], kind: RoleKind) -> Ballot:
+        """The one solution (code worlds) an agent of role `kind` passes on."""
+        ...
+
+
+@dataclass(frozen=True)
+class WeightedVote:
+    """The default rule: reliability-weighted vote (log-odds weights), the agent's own vote scaled by its role."""
+
+    self_weight_solver: float = 1.0
+    self_weight_critic: float = 1.5  # a critic trusts its own check more than what it reviews
+    self_weight_decision: float = 1.0
+    min_weight: float = 0.05  # a barely-better-than-chance backbone still counts a little, never negatively
+
+    def self_weight(self, kind: RoleKind) -> float:
+        weights = {
+            RoleKind.SOLVER: self.self_weight_solver,
+            RoleKind.CRITIC: self.self_weight_critic,
+            RoleKind.DECISION: self.self_weight_decision,
+        }
+        return weights.get(kind, 1.0)
+
+    def weight(self, ballot: Ballot, kind: RoleKind, options: int) -> float:
+        """w = max(min_weight, logit(r) + log(K - 1)), times the self-weight for the agent's own ballot."""
+        r = ballot.reliability
+        w = max(self.min_weight, math.log(r / (1 - r)) + math.log(max(options, 2) - 1))
+        return w * self.self_weight(kind) if ballot.own else w
+
+    def vote(self, ballots: Sequence[Ballot], kind: RoleKind, options: int) -> str | None:
+        totals: dict[str, float] = {}
+        strongest: dict[str, float] = {}
+        for ballot in ballots:
+            if not ballot.answer:
+                continue  # an empty answer abstains
+            w = self.weight(ballot, kind, options)
+            totals[ballot.answer] = totals.get(ballot.answer, 0.0) + w
+            strongest[ballot.answer] = max(strongest.get(ballot.answer, 0.0), w)
+        if not totals:
+            return None
+        return min(totals, key=lambda a: (-round(totals[a], 9), -round(strongest[a], 9), a))
+
+    def select(self, ballots: Sequence[Ballot], kind: RoleKind) -> Ballot:
+        def score(ballot: Ballot) -> float:
+            return ballot.reliability * (self.self_weight(kind) if ballot.own else 1.0)
+
+        return min(ballots, key=lambda b: (-round(score(b), 9), not b.own, b.backbone))
+
+
+# ----------------------------------------------------------------------------- answers and splits
+
+
+def number_key(text: str) -> str | None:
+    """Canonical form of a numeric answer ("65,960" -> "65960", "2.50" -> "2.5"); None if not a number."""
+    cleaned = text.strip().replace(",", "").replace("$", "")
+    if not cleaned:
+        return None
+    try:
+        value = Decimal(cleaned)
+    except InvalidOperation:
+        return None
+    if not value.is_finite():
+        return None
+    canonical = format(value.normalize(), "f")
+    return "0" if canonical in ("-0", "0") else canonical
+
+
+def split_codes(ids: Sequence[str], seed: int, fractions: tuple[float, float, float]) -> np.ndarray:
+    """0/1/2 (train/val/test) per id: a pure function of (ids, seed, fractions), ranked by sha256(f"{seed}:{id}")."""
+    n = len(ids)
+    ranks = np.argsort([hashlib.sha256(f"{seed}:{i}".encode()).hexdigest() for i in ids], kind="stable")
+    n_train = round(fractions[0] * n)
+    n_val = min(n - n_train, round(fractions[1] * n))
+    codes = np.full(n, 2, dtype=np.int8)
+    codes[ranks[:n_train]] = 0
+    codes[ranks[n_train : n_train + n_val]] = 1
+    return codes
+
+
+def _check_fractions(split: Sequence[float]) -> tuple[float, float, float]:
+    values = tuple(float(x) for x in split)
+    if len(values) != 3 or any(not math.isfinite(x) or x < 0 for x in values) or abs(sum(values) - 1) > 1e-6:
+        raise AgentBalanceError(
+            f"split must be three non-negative fractions (train, val, test) summing to 1, got {split}"
+        )
+    if values[0] <= 0:
+        raise AgentBalanceError(
+            f"split needs a non-empty train fraction (reliabilities are learned on it), got {split}"
+        )
+    return values  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------- reading a folder
+
+
+def _read_questions(path: Path) -> list[Query]:
+    """questions.jsonl -> Queries in file order; unknown keys and duplicate ids are errors naming the line."""
+    queries: list[Query] = []
+    first_line: dict[str, int] = {}
+    for number, raw in read_jsonl_objects(path, "replay questions"):
+        where = f"{path}: line {number}"
+        unknown = sorted(set(raw) - QUESTION_KEYS)
+        if unknown:
+            raise AgentBalanceError(
+                f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(QUESTION_KEYS))}"
+            )
+        answer = raw.get("answer")
+        if isinstance(answer, int | float) and not isinstance(answer, bool):
+            answer = str(answer)
+        source = raw.get("source")
+        try:
+            query = Query(
+                id=raw.get("id"),  # type: ignore[arg-type]  # validated by pydantic
+                question=raw.get("question"),  # type: ignore[arg-type]
+                choices=raw.get("choices"),  # type: ignore[arg-type]
+                answer=answer,
+                domain=raw.get("domain"),
+                metadata={"source": source} if source is not None else {},
+            )
+        except ValidationError as error:
+            raise AgentBalanceError(describe_validation_error(error, where)) from None
+        if query.id in first_line:
+            raise AgentBalanceError(
+                f"{where}: duplicate question id {query.id!r} (first on line {first_line[query.id]})"
+            )
+        first_line[query.id] = number
+        queries.append(query)
+    if not queries:
+        raise AgentBalanceError(f"{path}: no questions")
+    return queries
+
+
+def _read_outcomes(path: Path) -> pd.DataFrame:
+    """outcomes.csv.gz as strings; the columns and every cell checked, errors naming the line and column."""
+    if not path.is_file():
+        raise AgentBalanceError(f"replay outcomes file not found: {path}")
+    try:
+        table = pd.read_csv(path, compression="gzip", dtype=str, keep_default_na=False, na_filter=False)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+        raise AgentBalanceError(f"{path}: not a valid gzip file ({error})") from None
+    except pd.errors.EmptyDataError:
+        raise AgentBalanceError(f"{path}: empty (expected a CSV header: {','.join(OUTCOME_COLUMNS)})") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
+        raise AgentBalanceError(f"{path}: malformed CSV: {error}") from None
+    columns = [str(c) for c in table.columns]
+    missing = [c for c in OUTCOME_COLUMNS if c not in columns]
+    if missing:
+        raise AgentBalanceError(f"{path}: missing column(s) {', '.join(missing)}; found: {', '.join(columns)}")
+    unknown = [c for c in columns if c not in OUTCOME_COLUMNS + OPTIONAL_OUTCOME_COLUMNS]
+    if unknown:
+        known = ", ".join(OUTCOME_COLUMNS + OPTIONAL_OUTCOME_COLUMNS)
+        raise AgentBalanceError(f"{path}: unknown column(s) {', '.join(unknown)}; known: {known}")
+    if table.empty:
+        raise AgentBalanceError(f"{path}: no outcome rows")
+
+    def fail(mask: pd.Series | np.ndarray, column: str, expected: str) -> None:
+        bad = np.flatnonzero(np.asarray(mask))
+        if bad.size:
+            row = int(bad[0])
+            value = table[column].iloc[row]
+            raise AgentBalanceError(f"{path}: line {row + 2}, column {column}: expected {expected}, got {value!r}")
+
+    for column in ("id", "model"):
+        fail(table[column].str.strip() == "", column, "a non-empty name")
+    fail(~table["correct"].isin(["0", "1"]), "correct", "0 or 1")
+    tokens = pd.to_numeric(table["completion_tokens"], errors="coerce")
+    fail(tokens.isna() | (tokens < 0) | (tokens != tokens.round()), "completion_tokens", "a non-negative integer")
+    result = pd.DataFrame(
+        {
+            "id": table["id"],
+            "model": table["model"],
+            "answer": table["answer"].str.strip(),
+            "correct": (table["correct"] == "1").to_numpy(),
+            "completion_tokens": tokens.astype(np.int64),
+        }
+    )
+    for column in ("cost_usd", *OPTIONAL_OUTCOME_COLUMNS):
+        if column not in table.columns:
+            continue
+        text = table[column].str.strip()
+        values = pd.to_numeric(text.where(text != "", None), errors="coerce")
+        fail((text != "") & (values.isna() | (values < 0)), column, "a non-negative number or empty")
+        result[column] = values.astype(np.float64)
+    return result
+
+
+def _world_kind(queries: Sequence[Query], recorded: pd.Series) -> WorldKind:
+    """code: no choices, no gold, no recorded answers; numeric: no choices and numbers as answers; else mcq."""
+    if any(q.choices for q in queries):
+        return "mcq"
+    golds = [q.answer for q in queries if q.answer]
+    answers = recorded[recorded != ""]
+    if not golds and answers.empty:
+        return "code"
+    sample = golds or answers.unique().tolist()
+    return "numeric" if all(number_key(a) is not None for a in sample) else "mcq"
+
+
+# ----------------------------------------------------------------------------- the world
+
+
+class ReplayWorld:
+    """A replay-world folder in memory: dense (question x model) arrays for O(1) lookups, a seeded split."""
+
+    simulated = False
+
+    def __init__(
+        self,
+        folder: Path,
+        catalog: Catalog,
+        questions: list[Query],
+        outcomes: pd.DataFrame,
+        seed: int,
+        split: tuple[float, float, float],
+        rule: CombinationRule,
+    ) -> None:
+        self.folder = folder
+        self.name = f"replay:{folder.name}"
+        self.catalog = catalog
+        self.questions = questions
+        self.seed = seed
+        self.split_fractions = split
+        self.rule = rule
+        outcomes_path = folder / "outcomes.csv.gz"
+        self._question_index = {q.id: i for i, q in enumerate(questions)}
+        self._model_names = list(catalog.names)
+        self._model_index = {name: j for j, name in enumerate(self._model_names)}
+
+        qi = pd.Index([q.id for q in questions]).get_indexer(outcomes["id"])
+        mi = pd.Index(self._model_names).get_indexer(outcomes["model"])
+        if (qi < 0).any():
+            row = int(np.flatnonzero(qi < 0)[0])
+            raise AgentBalanceError(
+                f"{outcomes_path}: line {row + 2}: question id {outcomes['id'].iloc[row]!r} is not in questions.jsonl"
+            )
+        if (mi < 0).any():
+            unknown = sorted(set(outcomes["model"][mi < 0]))
+            raise AgentBalanceError(
+                f"{outcomes_path}: model(s) {', '.join(unknown)} are not in {folder / 'models.yaml'} "
+                f"(known: {', '.join(self._model_names)})"
+            )
+        n_q, n_m = len(questions), len(self._model_names)
+        cell = qi * n_m + mi
+        seen, first = np.unique(cell, return_index=True)
+        if len(seen) != len(cell):
+            row = int(np.setdiff1d(np.arange(len(cell)), first)[0])
+            raise AgentBalanceError(
+                f"{outcomes_path}: line {row + 2}: a second outcome for question {outcomes['id'].iloc[row]!r} "
+                f"and model {outcomes['model'].iloc[row]!r}"
+            )
+        unrecorded = [name for j, name in enumerate(self._model_names) if not (mi == j).any()]
+        if unrecorded:
+            raise AgentBalanceError(
+                f"{folder / 'models.yaml'}: backbone(s) {', '.join(unrecorded)} have no outcome in {outcomes_path}"
+            )
+
+        self.kind: WorldKind = _world_kind(questions, outcomes["answer"])
+        self.default_roles = _ROLES_OF_KIND[self.kind]
+        answers = outcomes["answer"].to_numpy(dtype=object)
+        if self.kind == "numeric":
+            answers = np.array([number_key(a) or a for a in answers], dtype=object)
+        self._present = np.zeros((n_q, n_m), dtype=bool)
+        self._present[qi, mi] = True
+        self._answers = np.full((n_q, n_m), "", dtype=object)
+        self._answers[qi, mi] = answers
+        self._correct = np.zeros((n_q, n_m), dtype=bool)
+        self._correct[qi, mi] = outcomes["correct"].to_numpy()
+        self._tokens = np.zeros((n_q, n_m), dtype=np.int64)
+        self._tokens[qi, mi] = outcomes["completion_tokens"].to_numpy()
+        self._cost = np.full((n_q, n_m), np.nan)
+        self._cost[qi, mi] = outcomes["cost_usd"].to_numpy()
+        self._latency: np.ndarray | None = None
+        if "latency_s" in outcomes.columns:
+            self._latency = np.full((n_q, n_m), np.nan)
+            self._latency[qi, mi] = outcomes["latency_s"].to_numpy()
+        self._gold = [self._answer_key(q.answer) for q in questions]
+
+        self._split = split_codes([q.id for q in questions], seed, split)
+        train = (self._split == 0)[:, None] & self._present
+        # Reliability: Laplace-smoothed accuracy on the TRAIN split only (never val/test).
+        self._reliability = ((self._correct & train).sum(axis=0) + 1.0) / (train.sum(axis=0) + 2.0)
+        self._letter_options = self._train_letter_count(train)
+
+    @classmethod
+    def load(
+        cls,
+        folder: str | Path,
+        seed: int = 0,
+        split: tuple[float, float, float] = (0.6, 0.2, 0.2),
+        rule: CombinationRule | None = None,
+    ) -> ReplayWorld:
+        """Read questions.jsonl, outcomes.csv.gz and models.yaml once; every malformed file is a clear error."""
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise AgentBalanceError(f"replay world folder not found: {folder}")
+        fractions = _check_fractions(split)
+        for file in ("questions.jsonl", "outcomes.csv.gz", "models.yaml"):
+            if not (folder / file).is_file():
+                raise AgentBalanceError(f"replay world {folder}: missing file {folder / file}")
+        questions = _read_questions(folder / "questions.jsonl")
+        outcomes = _read_outcomes(folder / "outcomes.csv.gz")
+        catalog = Catalog.load(folder / "models.yaml")
+        return cls(folder.resolve(), catalog, questions, outcomes, seed, fractions, rule or WeightedVote())
+
+    # ---- splits and calibration
+
+    def split_ids(self, name: str) -> list[str]:
+        """Question ids of split `name` (train, val or test), in file order; the same for the same seed."""
+        code = self._split_code(name)
+        return [q.id for q, s in zip(self.questions, self._split, strict=True) if s == code]
+
+    def queries(self, name: str) -> list[Query]:
+        """Queries of split `name`, in file order."""
+        code = self._split_code(name)
+        return [q for q, s in zip(self.questions, self._split, strict=True) if s == code]
+
+    def reliability(self, backbone: str) -> float:
+        """The backbone's Laplace-smoothed accuracy on the train split: what the combination rule may know."""
+        return float(self._reliability[self._backbone_index(backbone)])
+
+    def accuracy(self, backbone: str, split: str = "train") -> float:
+        """The backbone's plain recorded accuracy (0-1) on a split, for calibration and reports."""
+        j = self._backbone_index(backbone)
+        rows = (self._split == self._split_code(split)) & self._present[:, j]
+        if not rows.any():
+            raise AgentBalanceError(f"{self.name}: backbone {backbone!r} has no recorded outcome on the {split} split")
+        return float(self._correct[rows, j].mean())
+
+    def calibrated_catalog(self, split: str = "train") -> Catalog:
+        """The world's catalog with scores["replay"] = each backbone's accuracy (%) on `split`: a local Perf."""
+        backbones = [
+            b.model_copy(update={"scores": {**b.scores, "replay": 100 * self.accuracy(b.name, split)}})
+            for b in self.catalog.backbones
+        ]
+        return Catalog(backbones, self.catalog.assumptions, source=self.catalog.source)
+
+    def with_catalog(self, catalog: Catalog) -> ReplayWorld:
+        """The same recording priced and timed by another catalog (say, today's prices); a subset is fine.
+
+        Every backbone of `catalog` must be recorded in this world: an unrecorded one could not answer.
+        """
+        unrecorded = [name for name in catalog.names if name not in self._model_index]
+        if unrecorded:
+            raise AgentBalanceError(
+                f"{catalog.source}: backbone(s) {', '.join(unrecorded)} have no recorded outcomes in {self.name} "
+                f"(recorded: {', '.join(self._model_names)})"
+            )
+        world = copy.copy(self)  # the recorded arrays are shared: nothing ever writes to them
+        world.catalog = catalog
+        return world
+
+    def resolve_query(self, query: Query) -> Query:
+        """The recorded question that `query.id` names (a query file may give only ids)."""
+        return self.questions[self._query_row(query.id)]
+
+    # ---- answering calls
+
+    async def complete(self, call: AgentCall) -> Completion:
+        """The agent's recorded answer, combined with its inputs' by the rule; usage from the recording."""
+        qi = self._query_row(call.query.id)
+        mi = self._backbone_index(call.backbone.name)
+        if not self._present[qi, mi]:
+            raise AgentBalanceError(
+                f"{self.name}: no recorded outcome of backbone {call.backbone.name!r} on question {call.query.id!r}"
+            )
+        if self.kind == "code":
+            answer, correct, text = self._select_solution(call, qi, mi)
+        else:
+            answer, correct = self._vote(call, qi, mi)
+            text = f"Answer: {answer}" if answer is not None else "Answer: (none)"
+
+        completion_tokens = int(self._tokens[qi, mi])
+        prompt_tokens = estimate_prompt_tokens(call)  # own prompt + the inputs' completions it reads
+        upstream_tokens = sum(u.completion.completion_tokens for u in call.inputs)
+        backbone = call.backbone
+        recorded_cost = float(self._cost[qi, mi])
+        if math.isnan(recorded_cost):
+            cost = backbone.call_cost_usd(prompt_tokens, completion_tokens)
+        else:  # the recorded call read no upstream messages: add them at the input price
+            cost = recorded_cost + backbone.call_cost_usd(upstream_tokens, 0)
+        return Completion(
+            text=text,
+            answer=answer,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=cost,
+            latency_s=self._latency_s(backbone, qi, mi, completion_tokens),
+            reasoning_tokens=0,  # the recordings do not separate reasoning from answer tokens
+            correct=correct,
+        )
+
+    def _vote(self, call: AgentCall, qi: int, mi: int) -> tuple[str | None, bool | None]:
+        own = self._answers[qi, mi] or None
+        if not call.inputs:
+            return own, self._grade(qi, own)
+        ballots = [Ballot(own, call.backbone.name, float(self._reliability[mi]), own=True)]
+        ballots += [
+            Ballot(self._answer_key(u.completion.answer), u.backbone.name, self.reliability(u.backbone.name))
+            for u in call.inputs
+        ]
+        answer = self.rule.vote(ballots, call.role.kind, self._options(qi))
+        return answer, self._grade(qi, answer)
+
+    def _select_solution(self, call: AgentCall, qi: int, mi: int) -> tuple[str, bool, str]:
+        own = call.backbone.name
+        ballots = [Ballot(SOLUTION_PREFIX + own, own, float(self._reliability[mi]), own=True)]
+        for upstream in call.inputs:
+            author = self._author(upstream)
+            ballots.append(Ballot(SOLUTION_PREFIX + author, author, self.reliability(author)))
+        chosen = self.rule.select(ballots, call.role.kind)
+        author_index = self._backbone_index(chosen.backbone)
+        if not self._present[qi, author_index]:
+            raise AgentBalanceError(
+                f"{self.name}: no recorded outcome of backbone {chosen.backbone!r} on question {call.query.id!r}"
+            )
+        return (
+            SOLUTION_PREFIX + chosen.backbone,
+            bool(self._correct[qi, author_index]),
+            f"Solution from {chosen.backbone}",
+        )
+
+    def _author(self, upstream: Upstream) -> str:
+        """Whose solution an input passes on: the author its answer names, else the input's own backbone."""
+        answer = upstream.completion.answer or ""
+        if answer.startswith(SOLUTION_PREFIX) and answer[len(SOLUTION_PREFIX) :] in self._model_index:
+            return answer[len(SOLUTION_PREFIX) :]
+        return upstream.backbone.name
+
+    def _grade(self, qi: int, answer: str | None) -> bool | None:
+        """Against the gold when known; else the recorded grade of a backbone that gave this answer, if any."""
+        gold = self._gold[qi]
+        if gold is not None:
+            return answer == gold
+        if answer is None:
+            return None
+        gave = self._present[qi] & (self._answers[qi] == answer)
+        return bool(self._correct[qi, gave].any()) if gave.any() else None
+
+    def _latency_s(self, backbone: Backbone, qi: int, mi: int, completion_tokens: int) -> float:
+        if self._latency is not None and not math.isnan(self._latency[qi, mi]):
+            return float(self._latency[qi, mi])
+        assumptions = self.catalog.assumptions
+        ttft = backbone.ttft_s if backbone.ttft_s is not None else assumptions.ttft_s
+        return ttft + completion_tokens / backbone.decode_speed(assumptions)
+
+    def _options(self, qi: int) -> int:
+        """K of the vote weights: the query's choices, 10 for numbers, else the train-split letter count."""
+        choices = self.questions[qi].choices
+        if choices:
+            return len(choices)
+        return NUMERIC_OPTIONS if self.kind == "numeric" else self._letter_options
+
+    def _train_letter_count(self, train: np.ndarray) -> int:
+        answers = pd.Series(self._answers[train])
+        answers = answers[answers != ""]
+        if answers.empty:
+            return 2
+        shares = answers.value_counts(normalize=True)
+        return max(2, int((shares >= MIN_LETTER_SHARE).sum()))
+
+    def _answer_key(self, answer: str | None) -> str | None:
+        """How answers are compared: numbers canonicalised in numeric worlds, else stripped; empty -> None."""
+        if answer is None or not answer.strip():
+            return None
+        if self.kind == "numeric":
+            return number_key(answer) or answer.strip()
+        return answer.strip()
+
+    # ---- lookups with clear errors
+
+    def _split_code(self, name: str) -> int:
+        if name not in SPLITS:
+            raise AgentBalanceError(f"unknown split {name!r}; known: {', '.join(SPLITS)}")
+        return SPLITS.index(name)
+
+    def _query_row(self, query_id: str) -> int:
+        try:
+            return self._question_index[query_id]
+        except KeyError:
+            raise AgentBalanceError(
+                f"{self.name}: question id {query_id!r} is not recorded in {self.folder / 'questions.jsonl'}"
+            ) from None
+
+    def _backbone_index(self, name: str) -> int:
+        try:
+            return self._model_index[name]
+        except KeyError:
+            raise AgentBalanceError(
+                f"{self.name}: backbone {name!r} has no recorded outcomes in {self.folder / 'outcomes.csv.gz'} "
+                f"(recorded: {', '.join(self._model_names)})"
+            ) from None
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for reports: size, kind, split sizes."""
+        return {
+            "name": self.name,
+            "questions": len(self.questions),
+            "backbones": len(self._model_names),
+            "kind": self.kind,
+            "default_roles": self.default_roles,
+            "split": {name: int((self._split == code).sum()) for code, name in enumerate(SPLITS)},
+            "seed": self.seed,
+        }
