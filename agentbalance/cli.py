@@ -203,13 +203,14 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query, a line each (JSONL).")] = False,
 ) -> None:
     """Execute a MAS on one query or a JSONL file of queries; print answer, cost, latency per agent."""
+    caps = Caps(max_usd, max_seconds)
     loaded_catalog = Catalog.load(catalog) if catalog is not None else None
     world = open_world(world_spec, loaded_catalog, seed=seed)
     mas = MAS.load(mas_path)
     library = _roles_for(mas, roles, world)
     mas.check_against(world.catalog, library, source=str(mas_path))
     queries = _queries_for(question, input_path, world)
-    runner = Runner(world, library, concurrency=concurrency, caps=Caps(max_usd, max_seconds))
+    runner = Runner(world, library, concurrency=concurrency, caps=caps)
     traces = runner.run_sync([(mas, query) for query in queries])
     if as_json:
         for trace in traces:

@@ -1,0 +1,283 @@
+"""The simulated world, the embedded default: a calibrated, deterministic simulator of a catalog's backbones.
+
+It must stay a pure function of (seed, query, backbone, role, incoming answers), and it always says it
+is a simulator (`simulated = True`, "[simulated ...]" in every completion). See docs/simulated-world.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+
+from agentbalance.catalog import Backbone, Catalog
+from agentbalance.errors import AgentBalanceError
+from agentbalance.query import DOMAINS, Query
+from agentbalance.roles import Role, RoleKind
+from agentbalance.tasks.synthetic import generate_synthetic
+from agentbalance.worlds.base import AgentCall, Completion, Upstream, estimate_prompt_tokens
+
+# Catalog score keys that stand for each simulated domain, most specific first.
+DOMAIN_BENCHMARKS: dict[str, tuple[str, ...]] = {
+    "general": ("mmlu", "mmlu_redux", "mmlu_pro", "arc", "arc_challenge", "winogrande"),
+    "math": ("math", "math500", "math_500", "gsm8k"),
+    "code": ("humaneval", "evalplus", "mbpp"),
+}
+CALIBRATION_SEED = 20251212  # fixed: calibration must not move with the world's seed
+_NORMAL = NormalDist()
+
+
+@dataclass(frozen=True)
+class SimulationParameters:
+    """Every constant of the simulator; docs/simulated-world.md explains and justifies each one."""
+
+    discrimination: float = 2.5  # IRT slope a of non-reasoning backbones; gives the real error correlation
+    reasoning_discrimination: float = 1.75  # flatter: reasoning gains most on hard items
+    role_noise_share: float = 0.3  # share of an agent's solve noise that depends on its role (prompt)
+    specialist_bonus: float = 0.15  # logit bonus of a solver whose domain is the query's
+    mismatch_penalty: float = 0.7  # logit penalty of a role from another domain (halved for non-solvers)
+    self_weight_base: float = 0.5  # an agent's weight on its own answer: base + skill * p_own
+    self_weight_skill: float = 1.5
+    input_weight: float = 1.0  # weight of each incoming answer
+    verify_strength: dict[str, float] = field(
+        default_factory=lambda: {"solver": 1.0, "critic": 2.2, "decision": 1.6}
+    )  # how well a role recognises the right answer among candidates, times p_own
+    choice_temperature: float = 0.5
+    distractor_weights: tuple[float, float, float] = (0.6, 0.25, 0.15)  # shared: errors coincide
+    base_completion_tokens: dict[str, float] = field(
+        default_factory=lambda: {"general": 220.0, "math": 330.0, "code": 260.0}
+    )
+    role_token_factor: dict[str, float] = field(default_factory=lambda: {"solver": 1.0, "critic": 0.8, "decision": 0.6})
+    reasoning_token_multiplier: float = 3.7  # on easy items; measured 3.72 on GSM8K recordings
+    difficulty_token_slope: float = 0.12  # log-tokens per unit difficulty, non-reasoning
+    reasoning_difficulty_token_slope: float = 0.35  # reasoning models write much more on hard items
+    token_noise_sd: float = 0.3
+    prefill_speedup: float = 20.0  # prefill tokens/s = decode tokens/s x this
+    calibration_items: int = 8000  # the reference sample; its own sampling error is ~0.5 points
+
+
+@dataclass(frozen=True)
+class QueryProfile:
+    """What the simulator knows about a query: its domain, latent difficulty, gold and wrong answers."""
+
+    domain: str
+    difficulty: float
+    gold: str
+    distractors: tuple[str, ...]
+    gold_known: bool
+
+
+class SimulatedWorld:
+    """Answers agent calls by an item-response model calibrated to the catalog's published scores."""
+
+    name = "simulated"
+    simulated = True
+
+    def __init__(self, catalog: Catalog, seed: int = 0, parameters: SimulationParameters | None = None) -> None:
+        self.catalog = catalog
+        self.seed = seed
+        self.parameters = parameters or SimulationParameters()
+        self.abilities = self._calibrate()
+
+    # ---- calibration
+
+    def published_score(self, backbone: Backbone, domain: str) -> float:
+        """The catalog score (0-1) standing for `domain`: a matching benchmark, else the mean of all scores."""
+        for key in DOMAIN_BENCHMARKS[domain]:
+            if key in backbone.scores:
+                return backbone.scores[key] / 100
+        if backbone.scores:
+            return sum(backbone.scores.values()) / len(backbone.scores) / 100
+        raise AgentBalanceError(
+            f"the simulated world needs a published score for backbone {backbone.name!r} "
+            f"(catalog {self.catalog.source}): add `scores` to its entry"
+        )
+
+    def discrimination(self, backbone: Backbone) -> float:
+        p = self.parameters
+        return p.reasoning_discrimination if backbone.reasoning else p.discrimination
+
+    def _calibrate(self) -> dict[tuple[str, str], float]:
+        """Ability theta per (backbone, domain) such that the mean solve probability over the domain's
+        synthetic difficulty distribution equals the published score."""
+        abilities: dict[tuple[str, str], float] = {}
+        for domain in DOMAINS:
+            difficulties = calibration_difficulties(domain, self.parameters.calibration_items)
+            for backbone in self.catalog:
+                target = min(max(self.published_score(backbone, domain), 0.01), 0.99)
+                abilities[(backbone.name, domain)] = _solve_ability(difficulties, self.discrimination(backbone), target)
+        return abilities
+
+    # ---- the item-response model
+
+    def role_fit(self, role: Role, domain: str) -> float:
+        """Logit shift of a role on a domain: specialists help a little, roles from another domain hurt."""
+        if not role.domains:
+            return 0.0
+        p = self.parameters
+        if domain in role.domains:
+            return p.specialist_bonus if role.kind is RoleKind.SOLVER else 0.0
+        return -p.mismatch_penalty * (1.0 if role.kind is RoleKind.SOLVER else 0.5)
+
+    def solve_probability(self, backbone: Backbone, role: Role, domain: str, difficulty: float) -> float:
+        """P(an agent of this backbone and role solves an item alone)."""
+        logit = self.discrimination(backbone) * (self.abilities[(backbone.name, domain)] - difficulty)
+        return _sigmoid(logit + self.role_fit(role, domain))
+
+    def profile(self, query: Query) -> QueryProfile:
+        """Synthetic queries carry their difficulty; for other text it is inferred (see the docs)."""
+        domain = query.domain if query.domain in DOMAINS else _infer_domain(query)
+        meta = query.metadata
+        difficulty = float(meta["difficulty"]) if "difficulty" in meta else 1.2 * self._normal("difficulty", query.id)
+        letters = query.letters
+        if query.answer is not None:
+            gold = query.answer
+        elif letters:
+            gold = letters[int(self._uniform("gold", query.id) * len(letters))]
+        else:
+            gold = "simulated-correct-answer"
+        distractors = tuple(str(d) for d in meta.get("distractors", ()) if str(d) != gold)
+        if not distractors:
+            distractors = tuple(x for x in letters if x != gold)[:3] or tuple(
+                f"simulated-wrong-answer-{i}" for i in (1, 2, 3)
+            )
+        return QueryProfile(domain, difficulty, gold, distractors, query.answer is not None)
+
+    # ---- one agent call
+
+    async def complete(self, call: AgentCall) -> Completion:
+        profile = self.profile(call.query)
+        backbone, role = call.backbone, call.role
+        key = (call.query.id, backbone.name, role.name)
+        p_own = self.solve_probability(backbone, role, profile.domain, profile.difficulty)
+        own = self._own_answer(profile, p_own, key)
+        answer = self._combine(profile, role, p_own, own, call.inputs, key) if call.inputs else own
+        prompt_tokens = estimate_prompt_tokens(call)
+        completion_tokens = self._completion_tokens(backbone, role, profile, key)
+        decode_speed = backbone.decode_speed(self.catalog.assumptions)
+        ttft = backbone.ttft_s if backbone.ttft_s is not None else self.catalog.assumptions.ttft_s
+        latency = (
+            ttft + prompt_tokens / (decode_speed * self.parameters.prefill_speedup) + completion_tokens / decode_speed
+        )
+        return Completion(
+            text=_render(profile.domain, backbone.name, role.name, answer),
+            answer=answer,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            reasoning_tokens=int(completion_tokens * 0.8) if backbone.reasoning else 0,
+            cost_usd=backbone.call_cost_usd(prompt_tokens, completion_tokens),
+            latency_s=latency,
+            correct=(answer == profile.gold) if profile.gold_known else None,
+        )
+
+    def _own_answer(self, profile: QueryProfile, p_own: float, key: tuple[str, ...]) -> str:
+        """Solve alone. The noise is mostly per (query, backbone): at temperature 0 a backbone repeats
+        itself, and only a share depends on the role's prompt."""
+        share = self.parameters.role_noise_share
+        z = math.sqrt(1 - share) * self._normal("solve", *key[:2]) + math.sqrt(share) * self._normal("solve", *key)
+        if z < _NORMAL.inv_cdf(min(max(p_own, 1e-9), 1 - 1e-9)):
+            return profile.gold
+        weights = np.array(self.parameters.distractor_weights[: len(profile.distractors)])
+        pick = np.searchsorted(np.cumsum(weights / weights.sum()), self._uniform("wrong", *key), side="right")
+        return profile.distractors[min(int(pick), len(profile.distractors) - 1)]
+
+    def _combine(
+        self,
+        profile: QueryProfile,
+        role: Role,
+        p_own: float,
+        own: str,
+        inputs: Sequence[Upstream],
+        key: tuple[str, ...],
+    ) -> str:
+        """Weigh the own answer against incoming ones; stronger agents trust themselves more and
+        recognise the right answer more often (critics most), weak agents follow a wrong majority."""
+        p = self.parameters
+        scores: dict[str, float] = {own: p.self_weight_base + p.self_weight_skill * p_own}
+        for upstream in inputs:
+            if upstream.completion.answer is not None:
+                scores[upstream.completion.answer] = scores.get(upstream.completion.answer, 0.0) + p.input_weight
+        if profile.gold in scores:
+            scores[profile.gold] += p.verify_strength.get(str(role.kind), 1.0) * p_own
+        candidates = sorted(scores)
+        logits = np.array([scores[c] for c in candidates]) / p.choice_temperature
+        probabilities = np.exp(logits - logits.max())
+        probabilities /= probabilities.sum()
+        seen = "|".join(sorted(str(u.completion.answer) for u in inputs))
+        pick = np.searchsorted(np.cumsum(probabilities), self._uniform("combine", *key, seen), side="right")
+        return candidates[min(int(pick), len(candidates) - 1)]
+
+    def _completion_tokens(self, backbone: Backbone, role: Role, profile: QueryProfile, key: tuple[str, ...]) -> int:
+        p = self.parameters
+        slope = p.reasoning_difficulty_token_slope if backbone.reasoning else p.difficulty_token_slope
+        mean = (
+            p.base_completion_tokens[profile.domain]
+            * p.role_token_factor.get(str(role.kind), 1.0)
+            * (p.reasoning_token_multiplier if backbone.reasoning else 1.0)
+            * math.exp(slope * profile.difficulty)
+        )
+        return max(1, round(mean * math.exp(p.token_noise_sd * self._normal("tokens", *key))))
+
+    # ---- deterministic randomness: a pure function of the seed and the keys
+
+    def _uniform(self, *keys: object) -> float:
+        digest = hashlib.blake2b(repr((self.seed, *keys)).encode(), digest_size=8).digest()
+        return (int.from_bytes(digest, "big") + 0.5) / 2**64
+
+    def _normal(self, *keys: object) -> float:
+        return _NORMAL.inv_cdf(self._uniform(*keys))
+
+
+@functools.lru_cache(maxsize=8)
+def calibration_difficulties(domain: str, count: int) -> np.ndarray:
+    """Difficulties of a fixed reference sample of the domain's synthetic items (memoised: a pure
+    function of its arguments, and generating thousands of items costs about a second)."""
+    items = generate_synthetic(domain, count, seed=CALIBRATION_SEED)
+    difficulties = np.array([item.metadata["difficulty"] for item in items])
+    difficulties.setflags(write=False)
+    return difficulties
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def _solve_ability(difficulties: np.ndarray, discrimination: float, target: float) -> float:
+    """Bisection for theta: mean(sigmoid(a (theta - b))) = target (monotone in theta)."""
+    low, high = -15.0, 15.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        mean = float(np.mean(1.0 / (1.0 + np.exp(-discrimination * (middle - difficulties)))))
+        low, high = (middle, high) if mean < target else (low, middle)
+    return (low + high) / 2
+
+
+_CODE_HINTS = re.compile(r"\bdef \w+\(|\bfunction\b|\bpython\b|\bimplement\b|\breturns?\b", re.IGNORECASE)
+_MATH_HINTS = re.compile(r"\d|\bsolve\b|\bequation\b|\bcompute\b|\bcalculate\b|\bhow many\b", re.IGNORECASE)
+
+
+def _infer_domain(query: Query) -> str:
+    """For text that is not a synthetic item: choices mean knowledge MCQ, then code words, then numbers."""
+    if query.choices:
+        return "general"
+    if _CODE_HINTS.search(query.question):
+        return "code"
+    if _MATH_HINTS.search(query.question):
+        return "math"
+    return "general"
+
+
+def _render(domain: str, backbone: str, role: str, answer: str) -> str:
+    """A short completion text in the domain's answer format, marked as simulated."""
+    header = f"[simulated {backbone} as {role}]"
+    if domain == "code":
+        return f"{header}\n```python\n# simulated solution, behaviour: {answer}\n```"
+    if domain == "math":
+        return f"{header} Final answer: \\boxed{{{answer}}}"
+    return f"{header}\nAnswer: {answer}"

@@ -1,0 +1,137 @@
+"""`agentbalance run`: a hand-written MAS executed in the simulated and a replay world, JSONL out, clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import agentbalance
+from tests.test_replay_world import mcq_tables, write_world
+
+AGENT_KEYS = {
+    "id",
+    "role",
+    "backbone",
+    "answer",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "latency_s",
+    "start_s",
+    "end_s",
+    "error",
+}
+
+
+def write_json(path: Path, payload: object) -> Path:
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def replay_folder(tmp_path: Path) -> Path:
+    questions, outcomes = mcq_tables()
+    return write_world(tmp_path / "world", questions, outcomes)
+
+
+def replay_mas(tmp_path: Path) -> Path:
+    return write_json(
+        tmp_path / "mas.json",
+        {
+            "agents": [
+                {"id": "s1", "role": "Scientist", "backbone": "alpha"},
+                {"id": "s2", "role": "Historian", "backbone": "beta"},
+                {"id": "d", "role": "Decision Maker", "backbone": "gamma"},
+            ],
+            "edges": [["s1", "d"], ["s2", "d"]],
+            "decision": "d",
+        },
+    )
+
+
+def test_run_in_a_replay_world_prints_one_json_line_per_query(tmp_path: Path, replay_folder: Path) -> None:
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"id": "q00"}\n\n{"id": "q01"}\n', encoding="utf-8")
+    done = agentbalance(
+        "run",
+        "--mas",
+        str(replay_mas(tmp_path)),
+        "--world",
+        f"replay:{replay_folder}",
+        "--input",
+        str(queries),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [line["id"] for line in lines] == ["q00", "q01"]
+    for line in lines:
+        assert {"id", "answer", "correct", "cost_usd", "latency_s", "wall_s", "agents"} <= set(line)
+        assert all(set(agent) >= AGENT_KEYS for agent in line["agents"])
+        assert line["cost_usd"] == pytest.approx(sum(agent["cost_usd"] for agent in line["agents"]))
+        decision = next(agent for agent in line["agents"] if agent["id"] == "d")
+        assert line["latency_s"] == pytest.approx(decision["end_s"])
+    assert lines[0]["correct"] is True and lines[0]["answer"] == "A"
+
+
+def test_run_on_the_embedded_simulator_says_it_is_one(tmp_path: Path) -> None:
+    mas = write_json(
+        tmp_path / "mas.json",
+        {
+            "agents": [
+                {"id": "m", "role": "Mathematician", "backbone": "qwen3-8b"},
+                {"id": "d", "role": "Decision Maker", "backbone": "qwen3-30b-a3b"},
+            ],
+            "edges": [["m", "d"]],
+            "decision": "d",
+        },
+    )
+    done = agentbalance("run", "--mas", str(mas), "What is 17 * 23?", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "world: simulated (a calibrated simulator" in done.stdout
+    assert "answer:" in done.stdout and "latency:" in done.stdout and "Mathematician" in done.stdout
+    again = agentbalance("run", "--mas", str(mas), "What is 17 * 23?", "--json", cwd=tmp_path)
+    record = json.loads(again.stdout)
+    assert record["correct"] is None, "no gold: the simulator does not claim correctness"
+    assert [agent["role"] for agent in record["agents"]] == ["Mathematician", "Decision Maker"]
+    rerun = json.loads(agentbalance("run", "--mas", str(mas), "What is 17 * 23?", "--json", cwd=tmp_path).stdout)
+    assert {k: v for k, v in rerun.items() if k != "wall_s"} == {k: v for k, v in record.items() if k != "wall_s"}
+
+
+BAD_RUNS = {
+    "cycle": ({"edges": [["s1", "d"], ["s2", "d"], ["d", "s1"]]}, [], "the edges contain a cycle"),
+    "unknown backbone": (
+        {"agents": [{"id": "d", "role": "Decision Maker", "backbone": "gpt-9"}], "edges": []},
+        [],
+        "agent 'd' uses unknown backbone 'gpt-9'",
+    ),
+    "unknown role": (
+        {"agents": [{"id": "d", "role": "Wizard", "backbone": "alpha"}], "edges": []},
+        [],
+        "agent 'd' uses unknown role 'Wizard'",
+    ),
+    "bad jsonl": ({}, ["--input", "bad.jsonl"], "bad.jsonl: line 2, column 8: malformed JSON"),
+    "unknown query id": ({}, ["--input", "unknown.jsonl"], "q99"),
+    "text and input": ({}, ["--input", "bad.jsonl", "some text"], "exactly one"),
+    "negative cap": ({}, ["--input", "unknown.jsonl", "--max-usd", "-1"], "max_usd must be positive"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_RUNS))
+def test_bad_run_input_is_one_clear_error_line(tmp_path: Path, replay_folder: Path, case: str) -> None:
+    change, extra, expected = BAD_RUNS[case]
+    document = json.loads(replay_mas(tmp_path).read_text())
+    write_json(tmp_path / "mas.json", {**document, **change, "decision": "d"})
+    (tmp_path / "bad.jsonl").write_text('{"id": "q00"}\n{"id": \n', encoding="utf-8")
+    (tmp_path / "unknown.jsonl").write_text('{"id": "q99"}\n', encoding="utf-8")
+    args = ["run", "--mas", "mas.json", "--world", f"replay:{replay_folder}", *extra]
+    if "--input" not in extra:
+        args += ["--input", "unknown.jsonl"]
+    done = agentbalance(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], done.stderr

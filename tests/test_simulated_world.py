@@ -1,0 +1,230 @@
+"""The simulated world: calibrated to published scores, realistic against the real recordings, deterministic."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentbalance.catalog import Backbone, Catalog
+from agentbalance.mas import Agent
+from agentbalance.query import DOMAINS, Query
+from agentbalance.roles import Role, RoleSet
+from agentbalance.tasks.synthetic import generate_synthetic
+from agentbalance.worlds.base import AgentCall, Completion, Upstream
+from agentbalance.worlds.simulated import SimulatedWorld
+
+CATALOG = Catalog.load()
+LIBRARIES = {domain: RoleSet.load(domain) for domain in DOMAINS}
+STATS = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "replay_stats.json"
+
+
+@pytest.fixture(scope="module")
+def world() -> SimulatedWorld:
+    return SimulatedWorld(CATALOG, seed=0)
+
+
+@pytest.fixture(scope="module")
+def items() -> dict[str, list[Query]]:
+    return {domain: generate_synthetic(domain, 2000, seed=7) for domain in DOMAINS}
+
+
+AGENT = Agent(id="a", role="agent", backbone="agent")  # the world reads the role and backbone of the call
+
+
+def ask(
+    world: SimulatedWorld,
+    backbone: str,
+    role: Role,
+    queries: Sequence[Query],
+    inputs: Callable[[Query], list[Upstream]] = lambda query: [],
+) -> list[Completion]:
+    """One agent call per query, straight to the world; `inputs` gives each call its incoming answers."""
+    calls = [AgentCall(AGENT, role, CATALOG[backbone], query, inputs(query)) for query in queries]
+
+    async def all_calls() -> list[Completion]:
+        return list(await asyncio.gather(*(world.complete(call) for call in calls)))
+
+    return asyncio.run(all_calls())
+
+
+def accuracy(completions: Sequence[Completion]) -> float:
+    return 100 * float(np.mean([c.correct for c in completions]))
+
+
+def test_a_single_agent_scores_its_published_score_within_3_points(
+    world: SimulatedWorld, items: dict[str, list[Query]]
+) -> None:
+    for domain in DOMAINS:
+        decision = LIBRARIES[domain].decision  # neutral role: the calibration target is the backbone alone
+        for backbone in CATALOG:
+            measured = accuracy(ask(world, backbone.name, decision, items[domain]))
+            published = 100 * world.published_score(backbone, domain)
+            assert abs(measured - published) <= 3, (backbone.name, domain, measured, published)
+
+
+def test_outcomes_are_a_pure_function_of_seed_query_backbone_role_and_inputs(items: dict[str, list[Query]]) -> None:
+    role = LIBRARIES["math"]["Mathematician"]
+    first = ask(SimulatedWorld(CATALOG, seed=0), "qwen3-8b", role, items["math"][:300])
+    again = ask(SimulatedWorld(CATALOG, seed=0), "qwen3-8b", role, items["math"][:300])
+    other = ask(SimulatedWorld(CATALOG, seed=1), "qwen3-8b", role, items["math"][:300])
+    assert first == again
+    assert first != other
+
+
+def test_reasoning_backbones_write_more_take_longer_and_gain_on_hard_items_not_easy_ones(
+    world: SimulatedWorld, items: dict[str, list[Query]]
+) -> None:
+    queries = items["math"]
+    difficulty = np.array([q.metadata["difficulty"] for q in queries])
+    easy, hard = difficulty <= np.quantile(difficulty, 1 / 3), difficulty >= np.quantile(difficulty, 2 / 3)
+    role = LIBRARIES["math"].decision
+    gains_easy, gains_hard, ratios = [], [], []
+    for size in ("qwen3-8b", "qwen3-14b", "qwen3-32b"):
+        plain = ask(world, size, role, queries)
+        thinking = ask(world, f"{size}-think", role, queries)
+        plain_ok = np.array([c.correct for c in plain], float)
+        think_ok = np.array([c.correct for c in thinking], float)
+        gains_easy.append(think_ok[easy].mean() - plain_ok[easy].mean())
+        gains_hard.append(think_ok[hard].mean() - plain_ok[hard].mean())
+        ratios.append(
+            np.median([c.completion_tokens for c in thinking]) / np.median([c.completion_tokens for c in plain])
+        )
+        assert np.median([c.latency_s for c in thinking]) > 2 * np.median([c.latency_s for c in plain])
+    assert max(gains_easy) < 0.05, "little gain on easy items"
+    assert min(np.array(gains_hard) - np.array(gains_easy)) > 0.08, "the gain is on hard items"
+    assert all(3.0 <= ratio <= 6.0 for ratio in ratios), ratios
+
+
+def test_reasoning_token_multiplier_matches_the_gsm8k_recordings(
+    world: SimulatedWorld, items: dict[str, list[Query]]
+) -> None:
+    recorded = json.loads(STATS.read_text())["worlds"]["gsm8k-reasoning-dev"]
+    real_ratio = recorded["completion_tokens"]["ratio_of_medians"]  # 3.98, measured on the real recordings
+    role = LIBRARIES["math"].decision
+    reasoning = [b.name for b in CATALOG if b.reasoning]
+    plain = [b.name for b in CATALOG if not b.reasoning]
+    tokens = {
+        name: [c.completion_tokens for c in ask(world, name, role, items["math"][:500])] for name in reasoning + plain
+    }
+    simulated_ratio = np.median([t for n in reasoning for t in tokens[n]]) / np.median(
+        [t for n in plain for t in tokens[n]]
+    )
+    assert abs(simulated_ratio - real_ratio) / real_ratio < 0.25, (simulated_ratio, real_ratio)
+
+
+def test_role_domain_fit_matters(world: SimulatedWorld, items: dict[str, list[Query]]) -> None:
+    mathematician = accuracy(ask(world, "qwen3-8b", LIBRARIES["math"]["Mathematician"], items["math"]))
+    psychologist = accuracy(ask(world, "qwen3-8b", LIBRARIES["general"]["Psychologist"], items["math"]))
+    assert mathematician - psychologist >= 5
+
+
+def wrong_input(world: SimulatedWorld, query: Query, backbone: str = "qwen3-1.7b") -> Upstream:
+    wrong = world.profile(query).distractors[0]
+    completion = Completion("wrong", wrong, 10, 200, 0.0, 1.0, correct=False)
+    return Upstream("u", LIBRARIES["math"]["Mathematician"], CATALOG[backbone], completion)
+
+
+def right_input(world: SimulatedWorld, query: Query) -> Upstream:
+    completion = Completion("right", world.profile(query).gold, 10, 200, 0.0, 1.0, correct=True)
+    return Upstream("r", LIBRARIES["math"]["Mathematician"], CATALOG["qwen3-1.7b"], completion)
+
+
+def test_weak_agents_are_misled_by_wrong_inputs(world: SimulatedWorld, items: dict[str, list[Query]]) -> None:
+    queries = items["math"][:1000]
+    role = LIBRARIES["math"]["Mathematician"]
+    alone = accuracy(ask(world, "qwen3-1.7b", role, queries))
+    misled = accuracy(ask(world, "qwen3-1.7b", role, queries, lambda q: [wrong_input(world, q), wrong_input(world, q)]))
+    assert alone - misled >= 15
+
+
+def test_critics_repair_wrong_answers_more_often_the_stronger_they_are(
+    world: SimulatedWorld, items: dict[str, list[Query]]
+) -> None:
+    queries = items["math"][:1000]
+    critic = LIBRARIES["math"]["Verifier"]
+    repaired = {
+        backbone: accuracy(ask(world, backbone, critic, queries, lambda q: [wrong_input(world, q)]))
+        for backbone in ("qwen3-1.7b", "qwen3-8b", "qwen3-235b-a22b-think")
+    }
+    assert repaired["qwen3-1.7b"] < repaired["qwen3-8b"] < repaired["qwen3-235b-a22b-think"]
+    assert repaired["qwen3-235b-a22b-think"] >= 70
+    # given one right and one wrong input, a critic picks the right one more often than a plain solver
+    both = lambda q: [right_input(world, q), wrong_input(world, q)]  # noqa: E731
+    as_critic = accuracy(ask(world, "qwen3-8b", critic, queries, both))
+    as_solver = accuracy(ask(world, "qwen3-8b", LIBRARIES["math"]["Number Theorist"], queries, both))
+    assert as_critic > as_solver
+
+
+def error_matrix(world: SimulatedWorld, queries: Sequence[Query], backbones: Sequence[str]) -> np.ndarray:
+    role = LIBRARIES["general"].decision
+    return np.array([[not c.correct for c in ask(world, name, role, queries)] for name in backbones], float)
+
+
+def test_errors_are_correlated_as_in_the_mmlu_pro_recordings(
+    world: SimulatedWorld, items: dict[str, list[Query]]
+) -> None:
+    recorded = json.loads(STATS.read_text())["worlds"]["mmlu-pro-dev"]
+    queries = items["general"]
+    backbones = [b.name for b in CATALOG]
+    errors = error_matrix(world, queries, backbones)
+    phis = [np.corrcoef(errors[i], errors[j])[0, 1] for i, j in itertools.combinations(range(len(backbones)), 2)]
+    real = recorded["error_correlation"]["all_pairs"]
+    assert real["q25"] - 0.1 <= float(np.median(phis)) <= real["q75"] + 0.1, (np.median(phis), real)
+    # beyond difficulty the errors are independent, as measured within difficulty bins (about 0)
+    difficulty = np.array([q.metadata["difficulty"] for q in queries])
+    bins = np.quantile(difficulty, np.linspace(0, 1, 6))
+    within = []
+    for low, high in itertools.pairwise(bins):
+        rows = (difficulty >= low) & (difficulty <= high)
+        for i, j in itertools.combinations(range(len(backbones)), 2):
+            a, b = errors[i, rows], errors[j, rows]
+            if a.std() > 0 and b.std() > 0:
+                within.append(np.corrcoef(a, b)[0, 1])
+    assert abs(float(np.mean(within))) < 0.1
+
+
+def test_majority_vote_gains_little_over_its_best_member_as_in_the_recordings(
+    world: SimulatedWorld, items: dict[str, list[Query]]
+) -> None:
+    recorded = json.loads(STATS.read_text())["worlds"]["mmlu-pro-dev"]["majority_vote_gain"]["k3"]["random_groups"]
+    queries = items["general"][:1000]
+    role = LIBRARIES["general"].decision
+    answers = {b.name: [c.answer for c in ask(world, b.name, role, queries)] for b in CATALOG}
+    gold = [q.answer for q in queries]
+    accuracy_of = {name: np.mean([a == g for a, g in zip(ans, gold, strict=True)]) for name, ans in answers.items()}
+    gains = []
+    for group in itertools.combinations(sorted(answers), 3):
+        ordered = sorted(group, key=lambda n: -accuracy_of[n])
+        votes = []
+        for k in range(len(queries)):
+            picks = [answers[n][k] for n in ordered]
+            votes.append(max(picks, key=lambda a: (picks.count(a), -picks.index(a))))
+        vote_accuracy = np.mean([v == g for v, g in zip(votes, gold, strict=True)])
+        gains.append(vote_accuracy - accuracy_of[ordered[0]])
+    assert recorded["min"] - 0.03 <= float(np.median(gains)) <= recorded["max"], (np.median(gains), recorded)
+
+
+def test_usage_tokens_cost_and_latency_follow_the_catalog(world: SimulatedWorld, items: dict[str, list[Query]]) -> None:
+    query = items["code"][0]
+    backbone: Backbone = CATALOG["qwen3-32b"]
+    role = LIBRARIES["code"]["Programming Expert"]
+    alone = ask(world, "qwen3-32b", role, [query])[0]
+    fed = ask(world, "qwen3-32b", role, [query], lambda q: [wrong_input(world, q)])[0]
+    assert fed.prompt_tokens == alone.prompt_tokens + 200, "upstream completions are read in full"
+    assert alone.cost_usd == pytest.approx(backbone.call_cost_usd(alone.prompt_tokens, alone.completion_tokens))
+    speed = backbone.decode_speed(CATALOG.assumptions)
+    assert alone.latency_s > alone.completion_tokens / speed
+    assert alone.text.startswith("[simulated qwen3-32b as Programming Expert]") and "```python" in alone.text
+
+
+def test_free_text_queries_get_a_domain_and_no_claimed_correctness(world: SimulatedWorld) -> None:
+    query = Query(id="user-1", question="Implement a Python function that returns the n-th prime.")
+    assert world.profile(query).domain == "code"
+    completion = ask(world, "qwen3-8b", LIBRARIES["code"].decision, [query])[0]
+    assert completion.correct is None
