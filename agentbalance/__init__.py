@@ -5,18 +5,30 @@ Importing the package must stay cheap: heavy dependencies (torch, sentence-trans
 
 from agentbalance.catalog import Backbone, Catalog, CostAssumptions
 from agentbalance.errors import AgentBalanceError
+from agentbalance.mas import MAS, Agent
 from agentbalance.pooling import PoolingResult, build_pools, pareto_front
+from agentbalance.query import Query
 from agentbalance.roles import Role, RoleSet
+from agentbalance.runtime.runner import Caps, Runner
+from agentbalance.runtime.trace import Trace
+from agentbalance.worlds import open_world
 
 __all__ = [
+    "MAS",
+    "Agent",
     "AgentBalanceError",
     "Backbone",
+    "Caps",
     "Catalog",
     "CostAssumptions",
     "PoolingResult",
+    "Query",
     "Role",
     "RoleSet",
+    "Runner",
+    "Trace",
     "build_pools",
+    "open_world",
     "pareto_front",
 ]
 

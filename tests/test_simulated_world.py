@@ -228,3 +228,16 @@ def test_free_text_queries_get_a_domain_and_no_claimed_correctness(world: Simula
     assert world.profile(query).domain == "code"
     completion = ask(world, "qwen3-8b", LIBRARIES["code"].decision, [query])[0]
     assert completion.correct is None
+
+
+def test_the_real_side_of_these_comparisons_is_what_the_recordings_say(shared_data: Path) -> None:
+    """The committed statistics the simulator is checked against are recomputed from ../shared/data."""
+    import pandas as pd
+
+    folder = shared_data / "gsm8k-reasoning-dev"
+    outcomes = pd.read_csv(folder / "outcomes.csv.gz")
+    reasoning = {b.name: b.reasoning for b in Catalog.load(folder / "models.yaml")}
+    is_reasoning = outcomes["model"].map(reasoning)
+    ratio = outcomes[is_reasoning]["completion_tokens"].median() / outcomes[~is_reasoning]["completion_tokens"].median()
+    committed = json.loads(STATS.read_text())["worlds"]["gsm8k-reasoning-dev"]["completion_tokens"]["ratio_of_medians"]
+    assert ratio == pytest.approx(committed, abs=1e-3)
