@@ -135,3 +135,21 @@ def test_bad_run_input_is_one_clear_error_line(tmp_path: Path, replay_folder: Pa
     assert "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], done.stderr
+
+
+def test_a_malformed_replay_folder_is_one_clear_error_line(tmp_path: Path, replay_folder: Path) -> None:
+    (replay_folder / "outcomes.csv.gz").write_bytes(b"this is not gzip")
+    (tmp_path / "ids.jsonl").write_text('{"id": "q00"}\n', encoding="utf-8")
+    done = agentbalance(
+        "run",
+        "--mas",
+        str(replay_mas(tmp_path)),
+        "--world",
+        f"replay:{replay_folder}",
+        "--input",
+        "ids.jsonl",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "outcomes.csv.gz" in lines[0], done.stderr
