@@ -439,6 +439,10 @@ class ReplayWorld:
     # ---- answering calls
 
     async def complete(self, call: AgentCall) -> Completion:
+        """The World protocol; the work is CPU-only, so it is `answer` run inline."""
+        return self.answer(call)
+
+    def answer(self, call: AgentCall) -> Completion:
         """The agent's recorded answer, combined with its inputs' by the rule; usage from the recording."""
         qi = self._query_row(call.query.id)
         mi = self._backbone_index(call.backbone.name)

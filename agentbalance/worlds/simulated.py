@@ -152,6 +152,11 @@ class SimulatedWorld:
     # ---- one agent call
 
     async def complete(self, call: AgentCall) -> Completion:
+        """The World protocol; the work is CPU-only, so it is `answer` run inline."""
+        return self.answer(call)
+
+    def answer(self, call: AgentCall) -> Completion:
+        """Answer one call synchronously (training rollouts use this path, no event loop)."""
         profile = self.profile(call.query)
         backbone, role = call.backbone, call.role
         key = (call.query.id, backbone.name, role.name)

@@ -1,0 +1,186 @@
+"""The controller F_theta: composes the stages in the paper's order and is the only module that knows it.
+
+difficulty -> pool selection -> role-backbone matching -> agent representation -> gating -> topology.
+It returns decisions and their exact log-probability; it never executes anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from agentbalance.mas import MAS, Agent
+from agentbalance.policy.context import ControllerContext
+from agentbalance.policy.difficulty import DifficultyEstimator
+from agentbalance.policy.gating import AgentGating
+from agentbalance.policy.matching import RoleBackboneMatching
+from agentbalance.policy.representation import AgentRepresentation
+from agentbalance.policy.selection import PoolSelection
+from agentbalance.policy.topology import LatencyAwareTopology, TopologyChoice
+
+CONDITION_DIM = 2  # log budgets (Tok, Lat) for budget-conditioned control; zeros otherwise
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """Sizes and fixed knobs of the controller (saved with every checkpoint)."""
+
+    embed_dim: int = 384
+    hidden: int = 64
+    selection_temperature: float = 0.15
+    delta: float = 0.0  # the paper's difficulty offset: > 0 pushes queries to costlier pools
+    max_pool: int | None = None  # the user's cap on the highest pool
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """Every sampled choice for a batch of queries (role-index space)."""
+
+    pool: torch.Tensor  # [B]
+    backbones: torch.Tensor  # [B, R] backbone index per role
+    keep: torch.Tensor  # [B, R] bool; the decision agent is always kept
+    topology: TopologyChoice
+
+    def row(self, index: int) -> Decisions:
+        """Decisions of one query, still batched (B = 1)."""
+        take = slice(index, index + 1)
+        t = self.topology
+        return Decisions(
+            self.pool[take],
+            self.backbones[take],
+            self.keep[take],
+            TopologyChoice(
+                t.order[take], t.hops[take], t.edges[take], t.log_prob[take], t.entropy[take], t.expected_length[take]
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pass of the controller over a batch."""
+
+    decisions: Decisions
+    log_prob: torch.Tensor  # [B] log p_sel + log p_match + log p_gate + log p_topo
+    parts: dict[str, torch.Tensor] = field(default_factory=dict)  # each term, [B]
+    entropy: torch.Tensor = field(default_factory=lambda: torch.zeros(0))  # [B]
+    expected_length: torch.Tensor = field(default_factory=lambda: torch.zeros(0))  # [B] L_max
+    difficulty: torch.Tensor = field(default_factory=lambda: torch.zeros(0))  # [B]
+
+
+class Controller(nn.Module):
+    """F_theta over a ControllerContext; the context can be swapped for another catalog (inductive use)."""
+
+    def __init__(self, context: ControllerContext, config: ControllerConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or ControllerConfig()
+        self.context = context
+        c = self.config
+        self.difficulty = DifficultyEstimator(c.embed_dim, c.hidden)
+        self.selection = PoolSelection(context.pool_count, CONDITION_DIM, c.selection_temperature)
+        self.matching = RoleBackboneMatching(c.embed_dim, c.hidden, CONDITION_DIM)
+        self.representation = AgentRepresentation(c.embed_dim, c.hidden)
+        self.gating = AgentGating(c.hidden, CONDITION_DIM)
+        self.topology = LatencyAwareTopology(c.hidden, context.role_count, CONDITION_DIM)
+
+    def forward(
+        self,
+        query_embeddings: torch.Tensor,
+        condition: torch.Tensor | None = None,
+        mode: str = "sample",
+        given: Decisions | None = None,
+    ) -> Step:
+        """`mode`: "sample" (training), "greedy" (deployment) or "given" (score `given` decisions)."""
+        ctx, c = self.context, self.config
+        batch = query_embeddings.shape[0]
+        condition = condition if condition is not None else torch.zeros(batch, CONDITION_DIM)
+        difficulty = self.difficulty(query_embeddings)
+
+        pool_log_probs = self.selection(difficulty, condition, delta=c.delta, max_pool=c.max_pool)
+        pool = _choose(pool_log_probs, mode, given.pool if given else None)
+        log_p_sel = pool_log_probs.gather(1, pool.unsqueeze(1)).squeeze(1)
+
+        vectors = self.matching.backbone_vectors(ctx)
+        match_log_probs = self.matching(query_embeddings, difficulty, condition, ctx, pool, vectors)  # [B, R, M]
+        backbones = _choose(match_log_probs, mode, given.backbones if given else None)
+        log_p_match = match_log_probs.gather(2, backbones.unsqueeze(2)).squeeze(2).sum(1)
+
+        agents = self.representation(ctx.role_embeddings, query_embeddings, vectors[backbones])
+        log_latency = torch.log(ctx.backbone_latency_s[backbones])
+        log_cost = torch.log(ctx.backbone_tok_cost[backbones])
+        keep_logits = self.gating(agents, log_latency, log_cost, condition)
+        gated = torch.ones_like(keep_logits, dtype=torch.bool)
+        gated[:, ctx.decision_index] = False  # the decision agent carries no gate
+        if given is not None:
+            keep = given.keep
+        elif mode == "greedy":
+            keep = keep_logits > 0
+        else:
+            keep = torch.rand(keep_logits.shape) < torch.sigmoid(keep_logits)
+        keep = keep | ~gated
+        gate_terms = torch.where(keep, nn.functional.logsigmoid(keep_logits), nn.functional.logsigmoid(-keep_logits))
+        log_p_gate = torch.where(gated, gate_terms, torch.zeros_like(gate_terms)).sum(1)
+
+        topology = self.topology(
+            agents,
+            log_latency,
+            keep,
+            ctx.decision_index,
+            condition,
+            mode,
+            given.topology if given is not None else None,
+        )
+        parts = {"selection": log_p_sel, "matching": log_p_match, "gating": log_p_gate, "topology": topology.log_prob}
+        entropy = (
+            _categorical_entropy(pool_log_probs)
+            + _categorical_entropy(match_log_probs).sum(1)
+            + torch.where(gated, _bernoulli_entropy(keep_logits), torch.zeros_like(keep_logits)).sum(1)
+            + topology.entropy
+        )
+        return Step(
+            decisions=Decisions(pool, backbones, keep, topology),
+            log_prob=log_p_sel + log_p_match + log_p_gate + topology.log_prob,
+            parts=parts,
+            entropy=entropy,
+            expected_length=topology.expected_length,
+            difficulty=difficulty,
+        )
+
+    def to_mas(self, decisions: Decisions, index: int, query_id: str | None = None) -> MAS:
+        """The MAS of query `index` of a batch: kept agents in topological order, decision agent last."""
+        ctx = self.context
+        keep = decisions.keep[index].tolist()
+        order = [r for r in decisions.topology.order[index].tolist() if keep[r] and r != ctx.decision_index]
+        order.append(ctx.decision_index)
+        backbones = decisions.backbones[index].tolist()
+        agents = [Agent(id=f"a{r}", role=ctx.role_names[r], backbone=ctx.backbone_names[backbones[r]]) for r in order]
+        edge_matrix = decisions.topology.edges[index]
+        edges = [(f"a{i}", f"a{j}") for i in order for j in order if edge_matrix[i, j]]
+        return MAS.trusted(
+            agents,
+            edges,
+            f"a{ctx.decision_index}",
+            order=[f"a{r}" for r in order],
+            query_id=query_id,
+            pool=int(decisions.pool[index]),
+        )
+
+
+def _choose(log_probs: torch.Tensor, mode: str, given: torch.Tensor | None) -> torch.Tensor:
+    """Index along the last dimension: given, most likely, or sampled."""
+    if given is not None:
+        return given
+    if mode == "greedy":
+        return log_probs.argmax(dim=-1)
+    return torch.distributions.Categorical(logits=log_probs).sample()
+
+
+def _categorical_entropy(log_probs: torch.Tensor) -> torch.Tensor:
+    probabilities = log_probs.exp()
+    return -(probabilities * log_probs.clamp_min(-1e9)).sum(-1)
+
+
+def _bernoulli_entropy(logits: torch.Tensor) -> torch.Tensor:
+    p = torch.sigmoid(logits)
+    return -(p * nn.functional.logsigmoid(logits) + (1 - p) * nn.functional.logsigmoid(-logits))

@@ -1,0 +1,142 @@
+"""The controller: exact log-probabilities (brute force on a tiny case), valid MAS, greedy construction."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+
+from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
+from agentbalance.policy.controller import Controller, ControllerConfig, Decisions
+from agentbalance.policy.topology import TopologyChoice
+
+EMBED = 16
+
+
+def tiny_context(roles: int = 3, pools: tuple[int, ...] = (0, 0, 1)) -> ControllerContext:
+    generator = torch.Generator().manual_seed(0)
+    backbones = len(pools)
+    return ControllerContext(
+        role_names=(*tuple(f"Role{i}" for i in range(roles - 1)), "Decision Maker"),
+        decision_index=roles - 1,
+        role_embeddings=torch.randn(roles, EMBED, generator=generator),
+        backbone_names=tuple(f"m{i}" for i in range(backbones)),
+        profile_embeddings=torch.randn(backbones, 3, EMBED, generator=generator),
+        backbone_numeric=torch.randn(backbones, BACKBONE_NUMERIC_FEATURES, generator=generator),
+        backbone_latency_s=torch.tensor([1.0 + i for i in range(backbones)]),
+        backbone_tok_cost=torch.tensor([0.01 * (i + 1) for i in range(backbones)]),
+        pool_of_backbone=torch.tensor(pools),
+        pool_count=max(pools) + 1,
+    )
+
+
+def tiny_controller(seed: int = 0) -> Controller:
+    torch.manual_seed(seed)
+    controller = Controller(tiny_context(), ControllerConfig(embed_dim=EMBED, hidden=8))
+    with torch.no_grad():  # sharpen nothing, but make every head non-trivial
+        for parameter in controller.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    return controller
+
+
+def every_decision(context: ControllerContext) -> list[Decisions]:
+    """All decision vectors of the tiny case: pool, backbones in the pool, gates, canonical order, hops, edges."""
+    roles, decision = context.role_count, context.decision_index
+    gated = [r for r in range(roles) if r != decision]
+    result = []
+    for pool in range(context.pool_count):
+        members = [m for m in range(context.backbone_count) if int(context.pool_of_backbone[m]) == pool]
+        for backbones in itertools.product(members, repeat=roles):
+            for gates in itertools.product([False, True], repeat=len(gated)):
+                kept = [r for r, g in zip(gated, gates, strict=True) if g]
+                for order in itertools.permutations(kept):
+                    tail = sorted(set(range(roles)) - set(order))
+                    full_order = list(order) + tail
+                    for hops in range(1, max(len(kept), 1) + 1):
+                        pairs = [(order[i], order[j]) for j in range(len(order)) for i in range(j)]
+                        for chosen in itertools.product([False, True], repeat=len(pairs)):
+                            edges = torch.zeros(1, roles, roles, dtype=torch.bool)
+                            for (i, j), take in zip(pairs, chosen, strict=True):
+                                edges[0, i, j] = take
+                            keep = torch.ones(1, roles, dtype=torch.bool)
+                            for r, g in zip(gated, gates, strict=True):
+                                keep[0, r] = g
+                            topology = TopologyChoice(
+                                torch.tensor([full_order]),
+                                torch.tensor([hops]),
+                                edges,
+                                torch.zeros(1),
+                                torch.zeros(1),
+                                torch.zeros(1),
+                            )
+                            result.append(Decisions(torch.tensor([pool]), torch.tensor([backbones]), keep, topology))
+    return result
+
+
+def test_log_probabilities_of_all_decision_vectors_sum_to_one() -> None:
+    controller = tiny_controller()
+    query = torch.randn(1, EMBED)
+    total = 0.0
+    for decisions in every_decision(controller.context):
+        step = controller(query, mode="given", given=decisions)
+        total += math.exp(float(step.log_prob.detach()))
+    assert abs(total - 1.0) < 1e-4
+
+
+def test_sampled_log_prob_equals_the_scored_log_prob_and_the_parts_add_up() -> None:
+    controller = tiny_controller(seed=1)
+    queries = torch.randn(64, EMBED)
+    sampled = controller(queries, mode="sample")
+    rescored = controller(queries, mode="given", given=sampled.decisions)
+    assert torch.allclose(sampled.log_prob, rescored.log_prob, atol=1e-5)
+    assert torch.allclose(sum(sampled.parts.values()), sampled.log_prob, atol=1e-5)
+    assert torch.isfinite(sampled.log_prob).all()
+
+
+def test_sampling_frequencies_match_the_probabilities() -> None:
+    controller = tiny_controller(seed=2)
+    query = torch.randn(1, EMBED)
+    torch.manual_seed(3)
+    draws = 4000
+    step = controller(query.expand(draws, -1), mode="sample")
+    counts: dict[str, int] = {}
+    for index in range(draws):
+        mas = controller.to_mas(step.decisions, index)
+        key = str(mas.to_json())
+        counts[key] = counts.get(key, 0) + 1
+    # the most frequent MAS: its frequency matches the probability of its decision vector(s)
+    top_key, top_count = max(counts.items(), key=lambda item: item[1])
+    probability = 0.0
+    for decisions in every_decision(controller.context):
+        if str(controller.to_mas(decisions, 0).to_json()) == top_key:
+            probability += math.exp(float(controller(query, mode="given", given=decisions).log_prob.detach()))
+    frequency = top_count / draws
+    assert abs(frequency - probability) < 4 * math.sqrt(probability * (1 - probability) / draws) + 1e-3
+
+
+def test_every_sample_is_a_valid_mas_whose_decision_agent_comes_last() -> None:
+    controller = tiny_controller(seed=4)
+    step = controller(torch.randn(200, EMBED), mode="sample")
+    for index in range(200):
+        mas = controller.to_mas(step.decisions, index)
+        rebuilt = type(mas).from_json(mas.to_json())  # full validation: acyclic, everyone reaches the decision agent
+        assert rebuilt.topological_order()[-1] == mas.decision
+        assert mas.depth() <= int(step.decisions.topology.hops[index]) + 1
+
+
+def test_greedy_construction_is_deterministic() -> None:
+    controller = tiny_controller(seed=5)
+    queries = torch.randn(10, EMBED)
+    first = controller(queries, mode="greedy")
+    second = controller(queries, mode="greedy")
+    for index in range(10):
+        assert controller.to_mas(first.decisions, index) == controller.to_mas(second.decisions, index)
+
+
+def test_the_pool_cap_is_never_exceeded() -> None:
+    torch.manual_seed(6)
+    controller = Controller(tiny_context(), ControllerConfig(embed_dim=EMBED, hidden=8, max_pool=0, delta=5.0))
+    step = controller(torch.randn(300, EMBED), mode="sample")
+    assert (step.decisions.pool == 0).all()
+    assert (controller.context.pool_of_backbone[step.decisions.backbones] == 0).all()
