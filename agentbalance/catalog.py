@@ -17,6 +17,7 @@ The derived triple follows the paper's §3.1.1, with these documented proxies:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,12 @@ class Backbone(BaseModel):
     scores: dict[str, float] = Field(default_factory=dict)
     source: str | None = None
     request: dict[str, Any] = Field(default_factory=dict, description="extra parameters of every live call")
+    base_url: str | None = Field(
+        None, min_length=1, description="OpenAI-compatible endpoint of this backbone's live calls; else the world's"
+    )
+    api_key_env: str | None = Field(
+        None, description="NAME of the environment variable holding this backbone's API key (never the key)"
+    )
 
     @field_validator("scores")
     @classmethod
@@ -70,6 +77,23 @@ class Backbone(BaseModel):
             if not 0 <= value <= 100:
                 raise ValueError(f"score {benchmark}={value} is outside 0-100")
         return scores
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL, e.g. https://api.deepseek.com/v1")
+        return url
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, name: str | None) -> str | None:
+        # the value is never echoed: a key pasted here by mistake must not reach an error message
+        if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(
+                "must name an environment variable (letters, digits, _), e.g. DEEPSEEK_API_KEY, not hold a key"
+            )
+        return name
 
     @model_validator(mode="after")
     def _consistent(self) -> Backbone:

@@ -14,6 +14,7 @@ from typing import Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from agentbalance.catalog import Catalog
@@ -191,7 +192,8 @@ def _agents_table(trace: Trace) -> Table:
 @reports_user_errors
 def run(
     question: Annotated[str | None, typer.Argument(help="The query text (or use --input).")] = None,
-    mas_path: Annotated[Path, typer.Option("--mas", help="The MAS to run, as JSON (see README).")] = ...,  # type: ignore[assignment]
+    mas_path: Annotated[Path | None, typer.Option("--mas", help="A MAS to run, as JSON (see README).")] = None,
+    model: Annotated[Path | None, typer.Option(help="A run folder of `build`: construct the MAS per query.")] = None,
     input_path: Annotated[Path | None, typer.Option("--input", help="JSONL queries, one object a line.")] = None,
     world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
@@ -204,14 +206,22 @@ def run(
 ) -> None:
     """Execute a MAS on one query or a JSONL file of queries; print answer, cost, latency per agent."""
     caps = Caps(max_usd, max_seconds)
+    if (mas_path is None) == (model is None):
+        raise AgentBalanceError("give either --mas FILE.json or --model RUN_FOLDER (exactly one)")
     loaded_catalog = Catalog.load(catalog) if catalog is not None else None
     world = open_world(world_spec, loaded_catalog, seed=seed)
-    mas = MAS.load(mas_path)
-    library = _roles_for(mas, roles, world)
-    mas.check_against(world.catalog, library, source=str(mas_path))
-    queries = _queries_for(question, input_path, world)
+    if model is not None:
+        queries = _queries_for(question, input_path, world)
+        library, plans = _controller_plans(model, world, roles, queries)
+    else:
+        assert mas_path is not None
+        mas = MAS.load(mas_path)  # checked before anything else is read: a bad MAS is the first error
+        library = _roles_for(mas, roles, world)
+        mas.check_against(world.catalog, library, source=str(mas_path))
+        queries = _queries_for(question, input_path, world)
+        plans = [mas] * len(queries)
     runner = Runner(world, library, concurrency=concurrency, caps=caps)
-    traces = runner.run_sync([(mas, query) for query in queries])
+    traces = runner.run_sync(list(zip(plans, queries, strict=True)))
     if as_json:
         for trace in traces:
             sys.stdout.write(json.dumps(trace.to_json()) + "\n")
@@ -240,6 +250,237 @@ def run(
             f"{len(traces)} queries: accuracy {accuracy}, Tok ${tok:.4f} per 100 queries, Lat {lat:.1f} s per query",
             highlight=False,
         )
+
+
+def _controller_plans(model: Path, world: World, roles: str | None, queries: list[Query]) -> tuple[RoleSet, list[MAS]]:
+    """Load a trained controller over the world's catalog and construct one MAS per query."""
+    from agentbalance.train.build import load_controller
+    from agentbalance.train.reinforce import Budget, budget_condition
+
+    library = RoleSet.load(roles) if roles is not None else None
+    calibrated = getattr(world, "calibrated_catalog", None)
+    controller, config = load_controller(model, calibrated() if callable(calibrated) else world.catalog, library)
+    library = library or RoleSet.load(config["roles"])
+    condition = budget_condition(Budget(**config["budget"]), len(queries))
+    import torch
+
+    from agentbalance.encoders import TextEncoder
+
+    embeddings = torch.from_numpy(TextEncoder().encode([q.render() for q in queries]).copy())
+    return library, controller.construct(embeddings, condition, [q.id for q in queries])
+
+
+def _print_mas(console: Console, mas: MAS, title: str) -> None:
+    agents = ", ".join(f"{a.id}={a.role}@{a.backbone}" for a in mas.agents)
+    edges = ", ".join(f"{a}->{b}" for a, b in mas.edges) or "none"
+    console.print(f"{title}: pool {mas.pool}; agents {agents}; edges {edges}; decision {mas.decision}", highlight=False)
+
+
+def _evaluation_table(
+    title: str, rows: list[tuple[str, object]], budget_tok: float | None, budget_lat: float | None
+) -> Table:
+    table = Table(title=title)
+    for column in ("split", "n", "Perf", "Tok $/100q", "Tok upper", "Lat s", "Lat upper", "pools", "agents", "depths"):
+        table.add_column(column, justify="left" if column in ("split", "pools", "agents", "depths") else "right")
+    for name, evaluation in rows:
+        e = evaluation  # an Evaluation
+        table.add_row(
+            name,
+            str(e.n),
+            f"{100 * e.perf:.1f}%",
+            f"{e.tok:.4f}",
+            f"{e.tok_upper:.4f}",
+            f"{e.lat:.1f}",  # type: ignore[attr-defined]
+            f"{e.lat_upper:.1f}",
+            _short(e.pools),
+            _short(e.agent_counts),
+            _short(e.depths),  # type: ignore[attr-defined]
+        )
+    tok = budget_tok if budget_tok is not None else "-"
+    lat = budget_lat if budget_lat is not None else "-"
+    table.caption = f"budget: Tok {tok} USD/100 queries, Lat {lat} s/query; upper = one-sided 95% bound"
+    return table
+
+
+def _short(counts: dict[str, int]) -> str:
+    return " ".join(f"{key}:{value}" for key, value in counts.items())
+
+
+@app.command()
+@reports_user_errors
+def build(
+    budget_tok: Annotated[float | None, typer.Option(help="Token-cost budget: expected USD per 100 queries.")] = None,
+    budget_lat: Annotated[float | None, typer.Option(help="Latency budget: expected seconds per query.")] = None,
+    world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
+    catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
+    roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code|mixed.")] = None,
+    train: Annotated[int, typer.Option(min=1, help="Training questions (first N of the fixed split).")] = 600,
+    val: Annotated[int, typer.Option(min=2, help="Validation questions (budgets are met on them).")] = 200,
+    test: Annotated[int, typer.Option(min=2, help="Test questions (the reported numbers).")] = 400,
+    epochs: Annotated[int, typer.Option(min=1, help="Training epochs.")] = 25,
+    pools: Annotated[int | None, typer.Option(min=1, help="Number of pools (default 4).")] = None,
+    lambda_tok: Annotated[float | None, typer.Option(min=0.0, help="Fix lambda_tok by hand (no targeting).")] = None,
+    lambda_lat: Annotated[float | None, typer.Option(min=0.0, help="Fix lambda_lat by hand (no targeting).")] = None,
+    delta: Annotated[float, typer.Option(help="Difficulty offset: > 0 pushes queries to costlier pools.")] = 0.0,
+    max_pool: Annotated[int | None, typer.Option(min=0, help="Never select a pool above this one.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default runs/<timestamp>).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the test result as one JSON object.")] = False,
+) -> None:
+    """Train a controller that meets the budgets (token cost and latency) with the best performance it can."""
+    from datetime import datetime
+
+    from agentbalance.policy.controller import ControllerConfig
+    from agentbalance.train.build import BuildSpec
+    from agentbalance.train.build import build as run_build
+    from agentbalance.train.reinforce import Budget, TrainConfig
+
+    budget = Budget(budget_tok, budget_lat)
+    if budget_tok is None and budget_lat is None and lambda_tok is None and lambda_lat is None:
+        raise AgentBalanceError("give a budget (--budget-tok and/or --budget-lat) or fix --lambda-tok/--lambda-lat")
+    spec = BuildSpec(
+        world=world_spec,
+        catalog=str(catalog) if catalog else None,
+        roles=roles,
+        budget=budget,
+        sizes=(train, val, test),
+        train=TrainConfig(epochs=epochs, seed=seed, lambda_tok=lambda_tok, lambda_lat=lambda_lat),
+        controller=ControllerConfig(delta=delta, max_pool=max_pool),
+        pools=pools,
+    )
+    folder = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    console = Console(stderr=as_json)
+    if world_spec in ("sim", "simulated"):
+        console.print("world: simulated (a calibrated simulator, not real LLM calls)", highlight=False)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        stage = progress.add_task("preparing", total=None)
+        epochs_task = progress.add_task("epochs", total=epochs)
+
+        def on_stage(text: str) -> None:
+            progress.update(stage, description=text)
+
+        def on_epoch(epoch: int, record: dict[str, float]) -> None:
+            progress.update(
+                epochs_task,
+                completed=epoch + 1,
+                description=f"epoch {epoch + 1}: val Perf {100 * record['val_perf']:.1f}% "
+                f"Tok {record['val_tok']:.3f} Lat {record['val_lat']:.1f}s",
+            )
+
+        built = run_build(spec, folder, on_stage=on_stage, on_epoch=on_epoch)
+        progress.update(stage, description="done", total=1, completed=1)
+    result = built.result
+    if as_json:
+        payload = {
+            "perf": result.test.perf,
+            "tok": result.test.tok,
+            "lat": result.test.lat,
+            "budget_tok": budget_tok,
+            "budget_lat": budget_lat,
+            "feasible": result.feasible,
+            "split": "test",
+            "n": result.test.n,
+            "out": str(folder),
+        }
+        sys.stdout.write(json.dumps(payload) + "\n")
+        return
+    console.print(
+        _evaluation_table(
+            "what the controller achieves", [("val", result.val), ("test", result.test)], budget_tok, budget_lat
+        )
+    )
+    if result.feasible:
+        console.print("budget met on validation (upper bound); test numbers above", highlight=False)
+    else:
+        cheapest = result.cheapest
+        console.print(
+            f"budget NOT feasible: the cheapest reachable point is Tok {cheapest.tok:.4f} USD/100 queries, "
+            f"Lat {cheapest.lat:.1f} s (one agent on the cheapest backbone, Perf {100 * cheapest.perf:.1f}%)",
+            highlight=False,
+        )
+    import torch
+
+    examples = built.trainer.controller.construct(
+        torch.stack([built.trainer.embeddings[q.id] for q in built.splits.test[:3]]),
+        None,
+        [q.id for q in built.splits.test[:3]],
+    )
+    for mas in examples:
+        _print_mas(console, mas, f"example {mas.query_id}")
+    console.print(f"wrote {folder} (controller.pt, config.json, metrics.json, training.png)", highlight=False)
+
+
+@app.command()
+@reports_user_errors
+def evaluate(
+    model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
+    world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
+    catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
+    split: Annotated[str, typer.Option(help="test | val | train | all")] = "test",
+    seed: Annotated[int, typer.Option(help="Seed of the world and its split.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+) -> None:
+    """Evaluate a trained controller on a world, including one whose catalog it never saw (inductive)."""
+    from agentbalance.encoders import TextEncoder
+    from agentbalance.train.build import embed_queries, load_controller
+    from agentbalance.train.data import world_splits
+    from agentbalance.train.reinforce import Budget, evaluate_policy
+
+    world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed)
+    if not hasattr(world, "answer"):
+        raise AgentBalanceError(f"evaluate needs a simulated or replay world, not {world_spec!r}")
+    calibrated = getattr(world, "calibrated_catalog", None)
+    encoder = TextEncoder()
+    controller, config = load_controller(model, calibrated() if callable(calibrated) else world.catalog, None, encoder)
+    splits = world_splits(world, tuple(config["sizes"]), seed=seed)
+    queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
+    budget = Budget(**config["budget"])
+    roles = RoleSet.load(config["roles"])
+    result = evaluate_policy(controller, world, roles, embed_queries(encoder, queries), queries, budget)
+    feasible = result.meets(budget, upper=False)
+    if as_json:
+        payload = {
+            "perf": result.perf,
+            "tok": result.tok,
+            "lat": result.lat,
+            "budget_tok": budget.tok,
+            "budget_lat": budget.lat,
+            "feasible": feasible,
+            "split": split,
+            "n": result.n,
+            "out": str(model),
+        }
+        sys.stdout.write(json.dumps(payload) + "\n")
+        return
+    Console().print(_evaluation_table(f"{model} on {world.name}", [(split, result)], budget.tok, budget.lat))
+
+
+@app.command()
+@reports_user_errors
+def export(
+    model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
+    query: Annotated[str, typer.Option(help="The query text.")],
+    output_format: Annotated[str, typer.Option("--format", help="json | mermaid")] = "json",
+) -> None:
+    """Print the MAS the controller builds for one query, as JSON or a mermaid flowchart."""
+    if output_format not in ("json", "mermaid"):
+        raise AgentBalanceError(f"unknown --format {output_format!r}; use json or mermaid")
+    from agentbalance.train.build import load_controller
+    from agentbalance.train.reinforce import Budget, budget_condition
+
+    controller, config = load_controller(model)
+    from agentbalance.encoders import TextEncoder
+
+    (mas,) = controller.construct_texts([query], TextEncoder(), budget_condition(Budget(**config["budget"]), 1))
+    text = json.dumps(mas.to_json(), indent=2) if output_format == "json" else mas.to_mermaid()
+    sys.stdout.write(text + "\n")
 
 
 def main() -> None:

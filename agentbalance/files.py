@@ -5,7 +5,9 @@ Must never let a parser exception or an OS error reach the user as a traceback.
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,14 +18,16 @@ from agentbalance.errors import AgentBalanceError, describe_validation_error
 
 
 def read_text(path: Path, what: str) -> str:
-    """A UTF-8 text file's content; `what` names it in errors ("catalog", "query")."""
+    """A UTF-8 text file's content (gunzipped when the name ends in .gz); `what` names it in errors ("catalog")."""
     try:
+        if path.name.endswith(".gz") and path.is_file():
+            return gzip.decompress(path.read_bytes()).decode("utf-8")
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise AgentBalanceError(f"{what} file not found: {path}") from None
     except IsADirectoryError:
         raise AgentBalanceError(f"{what} path is a directory, not a file: {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:  # gzip.BadGzipFile is an OSError
         raise AgentBalanceError(f"cannot read {what} file {path}: {error}") from None
 
 

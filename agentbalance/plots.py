@@ -58,3 +58,34 @@ def plot_pools(result: PoolingResult, path: Path, title: str = "") -> None:
         raise AgentBalanceError(f"cannot write plot {path}: {error}") from None
     finally:
         plt.close(figure)
+
+
+def plot_training(history: list[dict[str, float]], budget: object, path: Path) -> None:
+    """Validation Perf, Tok and Lat per epoch, with the budgets as dashed lines."""
+    epochs = [row["epoch"] for row in history]
+    figure, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    panels = [
+        ("val_perf", "Perf (validation)", None),
+        ("val_tok", "Tok, USD / 100 queries", getattr(budget, "tok", None)),
+        ("val_lat", "Lat, s / query", getattr(budget, "lat", None)),
+    ]
+    for axis, (key, label, limit) in zip(axes, panels, strict=True):
+        axis.plot(epochs, [row[key] for row in history], marker="o", markersize=3)
+        upper = f"{key}_upper"
+        if history and upper in history[0]:
+            axis.plot(epochs, [row[upper] for row in history], linestyle=":", label="upper bound")
+        if limit is not None:
+            axis.axhline(limit, color="red", linestyle="--", label="budget")
+        axis.set_title(label)
+        axis.set_xlabel("epoch")
+        axis.grid(True, alpha=0.3)
+        if limit is not None:
+            axis.legend(fontsize=7)
+    figure.tight_layout()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=110)
+    except OSError as error:
+        raise AgentBalanceError(f"cannot write plot {path}: {error}") from None
+    finally:
+        plt.close(figure)

@@ -6,11 +6,13 @@ It returns decisions and their exact log-probability; it never executes anything
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
+from agentbalance.encoders import TextEncoder
 from agentbalance.mas import MAS, Agent
 from agentbalance.policy.context import ControllerContext
 from agentbalance.policy.difficulty import DifficultyEstimator
@@ -146,6 +148,25 @@ class Controller(nn.Module):
             expected_length=topology.expected_length,
             difficulty=difficulty,
         )
+
+    def construct(
+        self,
+        query_embeddings: torch.Tensor,
+        condition: torch.Tensor | None = None,
+        query_ids: Sequence[str | None] | None = None,
+    ) -> list[MAS]:
+        """Greedy deployment: the most likely MAS for each query of a batch."""
+        with torch.no_grad():
+            step = self(query_embeddings, condition, mode="greedy")
+        ids = query_ids if query_ids is not None else [None] * len(query_embeddings)
+        return [self.to_mas(step.decisions, index, query_id=ids[index]) for index in range(len(query_embeddings))]
+
+    def construct_texts(
+        self, texts: Sequence[str], encoder: TextEncoder, condition: torch.Tensor | None = None
+    ) -> list[MAS]:
+        """`construct` from query texts (question and choices as the agents will see them)."""
+        embeddings = torch.from_numpy(encoder.encode(list(texts)).copy())
+        return self.construct(embeddings, condition)
 
     def to_mas(self, decisions: Decisions, index: int, query_id: str | None = None) -> MAS:
         """The MAS of query `index` of a batch: kept agents in topological order, decision agent last."""

@@ -40,4 +40,4 @@ def pretrain_difficulty(
         loss = nn.functional.binary_cross_entropy(estimator(query_embeddings), target)
         loss.backward()
         optimiser.step()
-    return float(loss)
+    return float(loss.detach())

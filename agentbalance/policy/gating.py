@@ -15,6 +15,7 @@ class AgentGating(nn.Module):
     def __init__(self, hidden: int, condition_dim: int) -> None:
         super().__init__()
         self.score = nn.Sequential(nn.Linear(hidden + 2 + condition_dim, hidden), nn.GELU(), nn.Linear(hidden, 1))
+        nn.init.constant_(self.score[-1].bias, -0.5)  # start lean: about 4 in 10 optional agents kept
 
     def forward(
         self, agents: torch.Tensor, log_latency: torch.Tensor, log_cost: torch.Tensor, condition: torch.Tensor

@@ -11,11 +11,14 @@ from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.worlds.base import World
 
-WORLD_HELP = "sim (the embedded simulator) | replay:DIR (recorded real outcomes)"
+WORLD_HELP = (
+    "sim (the embedded simulator) | replay:DIR (recorded real outcomes) | "
+    "live (an OpenAI-compatible endpoint: $AGENTBALANCE_BASE_URL, $AGENTBALANCE_API_KEY)"
+)
 
 
 def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0) -> World:
-    """`sim`/`simulated` or `replay:DIR`. In a replay world the catalog defaults to the world's models.yaml."""
+    """`sim`/`simulated`, `replay:DIR` or `live`. In a replay world the catalog defaults to the world's models.yaml."""
     if spec in ("sim", "simulated"):
         from agentbalance.worlds.simulated import SimulatedWorld
 
@@ -29,5 +32,7 @@ def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0) -> Worl
             world = world.with_catalog(catalog)
         return world
     if spec == "live":
-        raise AgentBalanceError("the live world (any OpenAI-compatible endpoint) is not available in this version yet")
+        from agentbalance.worlds.live import LiveWorld
+
+        return LiveWorld(catalog or Catalog.load(), seed=seed)  # endpoint and key from the environment
     raise AgentBalanceError(f"unknown world {spec!r}; use {WORLD_HELP}")

@@ -21,6 +21,8 @@ class Completion:
     """One agent call's result. Usage is per call: callers sum what they are given, never a global counter.
 
     `correct` is set by worlds that know the truth of this answer (simulated, replay); else None.
+    `cached`: served from the live world's response cache (nothing was paid; usage, cost and latency
+    are the original call's, so traces stay comparable).
     """
 
     text: str
@@ -31,6 +33,7 @@ class Completion:
     latency_s: float
     reasoning_tokens: int = 0
     correct: bool | None = None
+    cached: bool = False
 
 
 @dataclass(frozen=True)

@@ -42,18 +42,16 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 import pandas as pd
-from pydantic import ValidationError
 
 from agentbalance.catalog import Backbone, Catalog
-from agentbalance.errors import AgentBalanceError, describe_validation_error
-from agentbalance.files import read_jsonl_objects
+from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query
 from agentbalance.roles import RoleKind
+from agentbalance.tasks.replay_questions import load_replay_questions
 from agentbalance.worlds.base import AgentCall, Completion, Upstream, estimate_prompt_tokens
 
 WorldKind = Literal["mcq", "numeric", "code"]
 SPLITS = ("train", "val", "test")
-QUESTION_KEYS = frozenset({"id", "domain", "question", "choices", "answer", "source"})
 OUTCOME_COLUMNS = ("id", "model", "answer", "correct", "completion_tokens", "cost_usd")
 OPTIONAL_OUTCOME_COLUMNS = ("latency_s",)
 NUMERIC_OPTIONS = 10  # K of the vote weight for free-form numeric answers
@@ -174,43 +172,6 @@ def _check_fractions(split: Sequence[float]) -> tuple[float, float, float]:
 
 
 # ----------------------------------------------------------------------------- reading a folder
-
-
-def _read_questions(path: Path) -> list[Query]:
-    """questions.jsonl -> Queries in file order; unknown keys and duplicate ids are errors naming the line."""
-    queries: list[Query] = []
-    first_line: dict[str, int] = {}
-    for number, raw in read_jsonl_objects(path, "replay questions"):
-        where = f"{path}: line {number}"
-        unknown = sorted(set(raw) - QUESTION_KEYS)
-        if unknown:
-            raise AgentBalanceError(
-                f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(QUESTION_KEYS))}"
-            )
-        answer = raw.get("answer")
-        if isinstance(answer, int | float) and not isinstance(answer, bool):
-            answer = str(answer)
-        source = raw.get("source")
-        try:
-            query = Query(
-                id=raw.get("id"),  # type: ignore[arg-type]  # validated by pydantic
-                question=raw.get("question"),  # type: ignore[arg-type]
-                choices=raw.get("choices"),  # type: ignore[arg-type]
-                answer=answer,
-                domain=raw.get("domain"),
-                metadata={"source": source} if source is not None else {},
-            )
-        except ValidationError as error:
-            raise AgentBalanceError(describe_validation_error(error, where)) from None
-        if query.id in first_line:
-            raise AgentBalanceError(
-                f"{where}: duplicate question id {query.id!r} (first on line {first_line[query.id]})"
-            )
-        first_line[query.id] = number
-        queries.append(query)
-    if not queries:
-        raise AgentBalanceError(f"{path}: no questions")
-    return queries
 
 
 def _read_outcomes(path: Path) -> pd.DataFrame:
@@ -380,7 +341,7 @@ class ReplayWorld:
         for file in ("questions.jsonl", "outcomes.csv.gz", "models.yaml"):
             if not (folder / file).is_file():
                 raise AgentBalanceError(f"replay world {folder}: missing file {folder / file}")
-        questions = _read_questions(folder / "questions.jsonl")
+        questions = load_replay_questions(folder)
         outcomes = _read_outcomes(folder / "outcomes.csv.gz")
         catalog = Catalog.load(folder / "models.yaml")
         return cls(folder.resolve(), catalog, questions, outcomes, seed, fractions, rule or WeightedVote())

@@ -1,0 +1,189 @@
+"""`agentbalance build` as a function: pools, difficulty pretraining, REINFORCE to a budget, a saved run folder.
+
+Everything a later `run`/`evaluate` needs is written to the run folder; nothing depends on the process state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agentbalance.catalog import Catalog
+from agentbalance.encoders import TextEncoder
+from agentbalance.errors import AgentBalanceError
+from agentbalance.policy.context import ControllerContext
+from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.pooling import build_pools
+from agentbalance.query import Query
+from agentbalance.roles import RoleSet
+from agentbalance.train.data import Splits, world_splits
+from agentbalance.train.reinforce import Budget, TrainConfig, Trainer, TrainResult, evaluation_json
+from agentbalance.worlds import open_world
+
+CHECKPOINT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """What the user asked for."""
+
+    world: str = "sim"
+    catalog: str | None = None
+    roles: str | None = None
+    budget: Budget = field(default_factory=Budget)
+    sizes: tuple[int, int, int] = (600, 200, 400)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    pools: int | None = None
+
+
+@dataclass
+class Built:
+    """A trained controller with everything needed to use it."""
+
+    controller: Controller
+    trainer: Trainer
+    result: TrainResult
+    splits: Splits
+    out: Path
+
+
+def embed_queries(encoder: TextEncoder, queries: list[Query]) -> dict[str, torch.Tensor]:
+    """Query embeddings by id (the controller sees the rendered question and choices, nothing else)."""
+    vectors = encoder.encode([q.render() for q in queries])
+    return {q.id: torch.from_numpy(v.copy()) for q, v in zip(queries, vectors, strict=True)}
+
+
+def resolve_world(spec: BuildSpec) -> tuple[Any, Catalog, RoleSet]:
+    """The world, the catalog the pools are built from, and the role library."""
+    catalog = Catalog.load(spec.catalog) if spec.catalog else None
+    world = open_world(spec.world, catalog, seed=spec.train.seed)
+    if not hasattr(world, "answer"):
+        raise AgentBalanceError(f"training needs a simulated or replay world, not {spec.world!r}")
+    calibrated = getattr(world, "calibrated_catalog", None)
+    pooling_catalog = calibrated() if callable(calibrated) else world.catalog
+    roles_name = spec.roles or getattr(world, "default_roles", None) or "mixed"
+    return world, pooling_catalog, RoleSet.load(roles_name)
+
+
+def build(
+    spec: BuildSpec,
+    out: Path,
+    on_stage: Callable[[str], None] = lambda stage: None,
+    on_epoch: Callable[[int, dict[str, float]], None] | None = None,
+) -> Built:
+    torch.manual_seed(spec.train.seed)
+    started = time.perf_counter()
+    on_stage("loading the world and building pools")
+    world, pooling_catalog, roles = resolve_world(spec)
+    pools = build_pools(pooling_catalog, k=spec.pools, seed=spec.train.seed)
+    encoder = TextEncoder()
+    context = ControllerContext.build(world.catalog, pools, roles, encoder)
+    splits = world_splits(world, spec.sizes, seed=spec.train.seed)
+    on_stage("embedding the questions")
+    embeddings = embed_queries(encoder, splits.train + splits.val + splits.test)
+    controller = Controller(context, spec.controller)
+    trainer = Trainer(controller, world, roles, embeddings, spec.budget, spec.train)
+    on_stage("pretraining the difficulty estimator")
+    trainer.pretrain_difficulty(splits.train)
+    on_stage("training")
+    result = trainer.train(splits.train, splits.val, splits.test, on_epoch=on_epoch)
+    save_run(out, controller, spec, pools.pools, result, roles, time.perf_counter() - started)
+    return Built(controller, trainer, result, splits, out)
+
+
+def save_run(
+    out: Path,
+    controller: Controller,
+    spec: BuildSpec,
+    pools: list[list[str]],
+    result: TrainResult,
+    roles: RoleSet,
+    seconds: float,
+) -> None:
+    """controller.pt, config.json, metrics.json and training.png; written to temporary names, then renamed."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        config = {
+            "version": CHECKPOINT_VERSION,
+            "world": spec.world,
+            "catalog": spec.catalog,
+            "roles": roles.source,
+            "role_names": list(roles.names),
+            "pools": pools,
+            "pool_count": len(pools),
+            "budget": dataclasses.asdict(spec.budget),
+            "controller": dataclasses.asdict(controller.config),  # delta as calibrated on validation
+            "train": dataclasses.asdict(spec.train),
+            "sizes": list(spec.sizes),
+            "lambdas": result.lambdas,
+        }
+        metrics = {
+            "feasible": result.feasible,
+            "val": evaluation_json(result.val),
+            "test": evaluation_json(result.test),
+            "cheapest": evaluation_json(result.cheapest),
+            "history": result.history,
+            "seconds": round(seconds, 1),
+        }
+        _atomic_write(out / "config.json", json.dumps(config, indent=2).encode())
+        _atomic_write(out / "metrics.json", json.dumps(metrics, indent=2).encode())
+        temporary = out / "controller.pt.tmp"
+        torch.save(controller.state_dict(), temporary)
+        temporary.replace(out / "controller.pt")
+    except OSError as error:
+        raise AgentBalanceError(f"cannot write the run folder {out}: {error}") from None
+    from agentbalance.plots import plot_training
+
+    plot_training(result.history, spec.budget, out / "training.png")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_bytes(data)
+    temporary.replace(path)
+
+
+def load_controller(
+    folder: Path, catalog: Catalog | None = None, roles: RoleSet | None = None, encoder: TextEncoder | None = None
+) -> tuple[Controller, dict[str, Any]]:
+    """A saved controller, over the saved catalog or another one (inductive use: its pools are rebuilt)."""
+    config_path = folder / "config.json"
+    if not config_path.is_file():
+        raise AgentBalanceError(f"{folder} is not a run folder of `agentbalance build` (no config.json)")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise AgentBalanceError(f"{config_path}: unreadable run configuration: {error}") from None
+    if not isinstance(config, dict) or config.get("version") != CHECKPOINT_VERSION:
+        found = config.get("version") if isinstance(config, dict) else None
+        raise AgentBalanceError(
+            f"{folder}: checkpoint version {found!r} is not supported by this agentbalance "
+            f"(expects {CHECKPOINT_VERSION}); rebuild it with `agentbalance build`"
+        )
+    roles = roles or RoleSet.load(config["roles"])
+    if list(roles.names) != config["role_names"]:
+        raise AgentBalanceError(
+            f"{folder}: the controller was trained on roles {config['role_names']}, not {list(roles.names)}"
+        )
+    if catalog is None:
+        world = open_world(config["world"], Catalog.load(config["catalog"]) if config["catalog"] else None)
+        calibrated = getattr(world, "calibrated_catalog", None)
+        catalog = calibrated() if callable(calibrated) else world.catalog
+    pools = build_pools(catalog, k=config["pool_count"], seed=config["train"]["seed"])
+    context = ControllerContext.build(catalog, pools, roles, encoder or TextEncoder())
+    controller = Controller(context, ControllerConfig(**config["controller"]))
+    try:
+        state = torch.load(folder / "controller.pt", map_location="cpu", weights_only=True)
+        controller.load_state_dict(state)
+    except (OSError, RuntimeError, KeyError) as error:
+        raise AgentBalanceError(f"{folder / 'controller.pt'}: cannot load the controller: {error}") from None
+    controller.eval()
+    return controller, config

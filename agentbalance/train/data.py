@@ -1,0 +1,52 @@
+"""The train / val / test questions of a world, fixed by the world and the seed, shared by every command.
+
+Splits never mix: the controller trains on train, budgets are targeted on val, results are reported on test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.query import DOMAINS, Query
+from agentbalance.tasks.synthetic import generate_synthetic
+
+SPLIT_SEED_OFFSETS = {"train": 1_000, "val": 2_000, "test": 3_000}  # synthetic items of each split never overlap
+
+
+@dataclass(frozen=True)
+class Splits:
+    train: list[Query]
+    val: list[Query]
+    test: list[Query]
+
+    def get(self, name: str) -> list[Query]:
+        if name not in ("train", "val", "test"):
+            raise AgentBalanceError(f"unknown split {name!r}; use train, val or test")
+        return getattr(self, name)
+
+
+def synthetic_split(name: str, count: int, seed: int, domains: Sequence[str] = DOMAINS) -> list[Query]:
+    """`count` synthetic items of one split, the domains interleaved (item i has domain i mod len)."""
+    per_domain = {
+        d: generate_synthetic(d, -(-count // len(domains)), seed=seed + SPLIT_SEED_OFFSETS[name]) for d in domains
+    }
+    return [per_domain[domains[i % len(domains)]][i // len(domains)] for i in range(count)]
+
+
+def world_splits(world: object, sizes: tuple[int, int, int], seed: int, domains: Sequence[str] = DOMAINS) -> Splits:
+    """The first N questions of each fixed split: a replay world's own split, or synthetic items."""
+    for size in sizes:
+        if size < 1:
+            raise AgentBalanceError(f"split sizes must be at least 1, got {sizes}")
+    queries = getattr(world, "queries", None)
+    if callable(queries):  # a replay world: its split is a pure function of its questions and the seed
+        parts = [list(queries(name))[:size] for name, size in zip(("train", "val", "test"), sizes, strict=True)]
+        return Splits(*parts)
+    return Splits(
+        *(
+            synthetic_split(name, size, seed, domains)
+            for name, size in zip(("train", "val", "test"), sizes, strict=True)
+        )
+    )

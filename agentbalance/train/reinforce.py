@@ -1,0 +1,329 @@
+"""Paper §3.3, end-to-end optimisation: REINFORCE on R = Perf - lambda_tok * Tok - lambda_lat * Lat.
+
+Budget targeting goes beyond the paper's hand-tuned lambdas: the lambdas adapt by dual ascent until
+an upper confidence bound of the validation cost meets the budget. Gold answers reach only the reward.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.mas import MAS, Agent
+from agentbalance.policy.controller import CONDITION_DIM, Controller
+from agentbalance.policy.difficulty import pretrain_difficulty
+from agentbalance.query import Query
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.rollout import Outcome, SyncWorld, rollout
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Expected cost limits: Tok in USD per 100 queries, Lat in seconds per query (None: no limit)."""
+
+    tok: float | None = None
+    lat: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in (("budget-tok", self.tok), ("budget-lat", self.lat)):
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise AgentBalanceError(f"--{name} must be a positive number, got {value}")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Knobs of training; the defaults finish `build` on the simulated world in a few minutes on 2 cores."""
+
+    epochs: int = 25
+    batch_queries: int = 32
+    samples_per_query: int = 6
+    learning_rate: float = 1e-2
+    entropy_bonus: float = 0.01
+    length_penalty: float = 0.02  # lambda_len on L_max
+    dual_step: float = 0.3  # step of the dual ascent on the dimensionless penalties kappa
+    initial_kappa: float = 0.3  # lambda = kappa / budget: a penalty of kappa at exactly the budget
+    confidence_z: float = 1.64  # the safety margin: one-sided 95% upper bound of the validation mean
+    lambda_tok: float | None = None  # fixed lambdas (the paper's mode): no dual ascent on that axis
+    lambda_lat: float | None = None
+    pretrain_steps: int = 400
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Greedy construction + execution on a split: the means and upper bounds, and what was built."""
+
+    perf: float
+    tok: float  # USD per 100 queries
+    lat: float  # seconds per query
+    tok_upper: float
+    lat_upper: float
+    n: int
+    pools: dict[str, int] = field(default_factory=dict)
+    agent_counts: dict[str, int] = field(default_factory=dict)
+    depths: dict[str, int] = field(default_factory=dict)
+    backbones: dict[str, int] = field(default_factory=dict)
+
+    def meets(self, budget: Budget, upper: bool = True) -> bool:
+        tok, lat = (self.tok_upper, self.lat_upper) if upper else (self.tok, self.lat)
+        return (budget.tok is None or tok <= budget.tok) and (budget.lat is None or lat <= budget.lat)
+
+    def excess(self, budget: Budget) -> float:
+        """How far above the budget the upper bounds are (0 when within), relative to the budget."""
+        over = [0.0]
+        if budget.tok is not None:
+            over.append(self.tok_upper / budget.tok - 1)
+        if budget.lat is not None:
+            over.append(self.lat_upper / budget.lat - 1)
+        return max(over)
+
+
+@dataclass
+class TrainResult:
+    feasible: bool
+    val: Evaluation
+    test: Evaluation
+    history: list[dict[str, float]]
+    lambdas: dict[str, float]
+    cheapest: Evaluation
+
+
+def budget_condition(budget: Budget, batch: int) -> torch.Tensor:
+    """The budget as the controller's condition input (log scale; 0 = no budget given)."""
+    tok = math.log(budget.tok) if budget.tok is not None else 0.0
+    lat = math.log(budget.lat) / 4 if budget.lat is not None else 0.0
+    return torch.tensor([[tok, lat]], dtype=torch.float32).expand(batch, CONDITION_DIM)
+
+
+class Trainer:
+    """Trains one controller in one synchronous world on fixed splits."""
+
+    def __init__(
+        self,
+        controller: Controller,
+        world: SyncWorld,
+        roles: RoleSet,
+        embeddings: dict[str, torch.Tensor],
+        budget: Budget,
+        config: TrainConfig | None = None,
+    ) -> None:
+        self.controller = controller
+        self.world = world
+        self.roles = roles
+        self.embeddings = embeddings
+        self.budget = budget
+        self.config = config or TrainConfig()
+        self.kappa = {"tok": self.config.initial_kappa, "lat": self.config.initial_kappa}
+
+    # ---- lambdas
+
+    def lambdas(self) -> tuple[float, float]:
+        """lambda_tok, lambda_lat: fixed by hand, or kappa / budget under dual ascent, or 0 without budget."""
+        c, b = self.config, self.budget
+        tok = c.lambda_tok if c.lambda_tok is not None else (self.kappa["tok"] / b.tok if b.tok else 0.0)
+        lat = c.lambda_lat if c.lambda_lat is not None else (self.kappa["lat"] / b.lat if b.lat else 0.0)
+        return tok, lat
+
+    def dual_update(self, val: Evaluation) -> None:
+        """kappa <- max(0, kappa + step * (upper bound / budget - 1)) on each budgeted axis not fixed by hand."""
+        c, b = self.config, self.budget
+        if b.tok is not None and c.lambda_tok is None:
+            self.kappa["tok"] = max(0.0, self.kappa["tok"] + c.dual_step * (val.tok_upper / b.tok - 1))
+        if b.lat is not None and c.lambda_lat is None:
+            self.kappa["lat"] = max(0.0, self.kappa["lat"] + c.dual_step * (val.lat_upper / b.lat - 1))
+
+    # ---- stages
+
+    def pretrain_difficulty(self, queries: Sequence[Query]) -> float:
+        """Label each training item by the fraction of the pool backbones that solve it alone."""
+        decision = self.roles.decision
+        names = self.controller.context.backbone_names
+        rates = []
+        for query in queries:
+            solved = 0
+            for name in names:
+                single = MAS.trusted([Agent(id="d", role=decision.name, backbone=name)], [], "d", order=["d"])
+                solved += rollout(self.world, self.roles, single, query).correct
+            rates.append(solved / len(names))
+        embeddings = self._embed(queries)
+        return pretrain_difficulty(
+            self.controller.difficulty, embeddings, torch.tensor(rates, dtype=torch.float32), self.config.pretrain_steps
+        )
+
+    def train(
+        self,
+        train: Sequence[Query],
+        val: Sequence[Query],
+        test: Sequence[Query],
+        on_epoch: Callable[[int, dict[str, float]], None] | None = None,
+    ) -> TrainResult:
+        c = self.config
+        generator = np.random.default_rng(c.seed)
+        optimiser = torch.optim.Adam(
+            [p for name, p in self.controller.named_parameters() if not name.startswith("difficulty.")]
+            + list(self.controller.difficulty.parameters()),
+            lr=c.learning_rate,
+        )
+        history: list[dict[str, float]] = []
+        best: tuple[float, float, dict[str, torch.Tensor], Evaluation] | None = None  # (feasible?, score, state, val)
+        for epoch in range(c.epochs):
+            order = generator.permutation(len(train))
+            rewards = []
+            for start in range(0, len(train), c.batch_queries):
+                batch = [train[i] for i in order[start : start + c.batch_queries]]
+                rewards.append(self._step(batch, optimiser))
+            val_eval = self.evaluate(val)
+            lambda_tok, lambda_lat = self.lambdas()
+            record = {
+                "epoch": epoch + 1,
+                "reward": float(np.mean(rewards)),
+                "val_perf": val_eval.perf,
+                "val_tok": val_eval.tok,
+                "val_lat": val_eval.lat,
+                "val_tok_upper": val_eval.tok_upper,
+                "val_lat_upper": val_eval.lat_upper,
+                "lambda_tok": lambda_tok,
+                "lambda_lat": lambda_lat,
+            }
+            history.append(record)
+            if on_epoch is not None:
+                on_epoch(epoch, record)
+            feasible = val_eval.meets(self.budget)
+            score = val_eval.perf if feasible else -val_eval.excess(self.budget)
+            if best is None or (feasible, score) > (best[0], best[1]):
+                best = (feasible, score, copy.deepcopy(self.controller.state_dict()), val_eval)
+            self.dual_update(val_eval)
+        assert best is not None
+        self.controller.load_state_dict(best[2])
+        feasible, val_eval = self.calibrate_delta(val, best[3])
+        lambda_tok, lambda_lat = self.lambdas()
+        return TrainResult(
+            feasible=feasible,
+            val=val_eval,
+            test=self.evaluate(test),
+            history=history,
+            lambdas={"tok": lambda_tok, "lat": lambda_lat},
+            cheapest=self.cheapest(val),
+        )
+
+    def calibrate_delta(self, val: Sequence[Query], current: Evaluation) -> tuple[bool, Evaluation]:
+        """Spend the budget precisely: sweep the difficulty offset delta on validation and keep the best
+        Perf whose upper cost bounds meet the budget (RouteLLM-style calibration of a threshold)."""
+        base = self.controller.config.delta
+        best_delta, best_eval = base, current
+        best_key = (
+            current.meets(self.budget),
+            current.perf if current.meets(self.budget) else -current.excess(self.budget),
+        )
+        for shift in np.linspace(-0.6, 0.6, 25):
+            self.controller.config = dataclasses.replace(self.controller.config, delta=float(base + shift))
+            evaluation = self.evaluate(val)
+            feasible = evaluation.meets(self.budget)
+            key = (feasible, evaluation.perf if feasible else -evaluation.excess(self.budget))
+            if key > best_key:
+                best_key, best_delta, best_eval = key, float(base + shift), evaluation
+        self.controller.config = dataclasses.replace(self.controller.config, delta=best_delta)
+        return best_key[0], best_eval
+
+    def _step(self, batch: Sequence[Query], optimiser: torch.optim.Optimizer) -> float:
+        """One REINFORCE step: several samples per query, the per-query mean reward as baseline."""
+        c = self.config
+        samples = c.samples_per_query
+        embeddings = self._embed(batch).repeat_interleave(samples, dim=0)
+        condition = budget_condition(self.budget, len(embeddings))
+        step = self.controller(embeddings, condition, mode="sample")
+        lambda_tok, lambda_lat = self.lambdas()
+        rewards = []
+        for index in range(len(embeddings)):
+            query = batch[index // samples]
+            outcome = rollout(self.world, self.roles, self.controller.to_mas(step.decisions, index), query)
+            rewards.append(
+                float(outcome.correct) - lambda_tok * 100 * outcome.cost_usd - lambda_lat * outcome.latency_s
+            )
+        reward = torch.tensor(rewards).view(len(batch), samples)
+        advantage = (reward - reward.mean(dim=1, keepdim=True)).view(-1)
+        advantage = advantage / (advantage.std() + 1e-6)  # scale-free steps whatever the lambdas
+        loss = (
+            -(advantage * step.log_prob).mean()
+            - c.entropy_bonus * step.entropy.mean()
+            + c.length_penalty * step.expected_length.mean()
+        )
+        optimiser.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.controller.parameters(), 5.0)
+        optimiser.step()
+        return float(reward.mean())
+
+    # ---- evaluation
+
+    def evaluate(self, queries: Sequence[Query]) -> Evaluation:
+        return evaluate_policy(
+            self.controller, self.world, self.roles, self.embeddings, queries, self.budget, self.config.confidence_z
+        )
+
+    def cheapest(self, queries: Sequence[Query]) -> Evaluation:
+        """The cheapest point reachable: the decision agent alone on the cheapest pool's cheapest backbone."""
+        ctx = self.controller.context
+        cheapest = ctx.backbone_names[int(torch.argmin(ctx.backbone_tok_cost))]
+        single = MAS.trusted([Agent(id="d", role=self.roles.decision.name, backbone=cheapest)], [], "d", order=["d"])
+        outcomes = [rollout(self.world, self.roles, single, q) for q in queries]
+        return summarise([single] * len(queries), outcomes, self.config.confidence_z)
+
+    def _embed(self, queries: Sequence[Query]) -> torch.Tensor:
+        return torch.stack([self.embeddings[q.id] for q in queries])
+
+
+def evaluate_policy(
+    controller: Controller,
+    world: SyncWorld,
+    roles: RoleSet,
+    embeddings: dict[str, torch.Tensor],
+    queries: Sequence[Query],
+    budget: Budget,
+    z: float = 1.64,
+) -> Evaluation:
+    """Greedy construction for each query, executed in the world, summarised."""
+    stacked = torch.stack([embeddings[q.id] for q in queries])
+    masses = controller.construct(stacked, budget_condition(budget, len(queries)), [q.id for q in queries])
+    outcomes = [rollout(world, roles, mas, q) for mas, q in zip(masses, queries, strict=True)]
+    return summarise(masses, outcomes, z)
+
+
+def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> Evaluation:
+    """Means, one-sided upper bounds and the distribution of what was built."""
+    n = len(outcomes)
+    tok = np.array([100 * o.cost_usd for o in outcomes])
+    lat = np.array([o.latency_s for o in outcomes])
+
+    def upper(values: np.ndarray) -> float:
+        return float(values.mean() + z * values.std(ddof=1) / math.sqrt(n)) if n > 1 else float(values.mean())
+
+    backbones: Counter[str] = Counter(agent.backbone for mas in masses for agent in mas.agents)
+    return Evaluation(
+        perf=float(np.mean([o.correct for o in outcomes])),
+        tok=float(tok.mean()),
+        lat=float(lat.mean()),
+        tok_upper=upper(tok),
+        lat_upper=upper(lat),
+        n=n,
+        pools=_counts(str(mas.pool) for mas in masses),
+        agent_counts=_counts(str(len(mas)) for mas in masses),
+        depths=_counts(str(mas.depth()) for mas in masses),
+        backbones=dict(backbones.most_common()),
+    )
+
+
+def _counts(values: object) -> dict[str, int]:
+    return dict(sorted(Counter(values).items()))  # type: ignore[arg-type]
+
+
+def evaluation_json(evaluation: Evaluation) -> dict[str, object]:
+    return asdict(evaluation)

@@ -1,0 +1,276 @@
+"""Record a replay world: every backbone of a world's catalog answers every question of a task alone, once.
+
+It must never leave a half-written file in the folder (temp file, then rename) nor write an API key or endpoint.
+
+The folder is in the replay-world format (shared/data/README.md) with the optional `latency_s` column:
+
+* questions.jsonl: id, domain, question, choices, answer (gold; null for code), source.
+* outcomes.csv.gz: one row per (question, backbone): the answer as the task reads it from the completion
+  text ("" for code and for failures), correct (the world's own grade where it knows the truth, else
+  `task.score`; 0 when ungraded or failed), completion_tokens, cost_usd and latency_s as the world
+  reported them (live: API usage at catalog prices, measured seconds of the successful call).
+* models.yaml: the catalog's facts about each backbone (no `base_url`, no `api_key_env`: a replay world
+  makes no calls), with the catalog's cost assumptions when they are not the defaults.
+
+Every call is one agent with the neutral `SOLVER` role (below), so a recording measures backbones, not roles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import gzip
+import io
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentbalance.catalog import Backbone, Catalog, CostAssumptions
+from agentbalance.errors import AgentBalanceError
+from agentbalance.mas import Agent
+from agentbalance.query import Query
+from agentbalance.roles import Role, RoleKind
+from agentbalance.tasks.base import Task
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, World
+
+SOLVER = Role(
+    name="Solver",
+    kind=RoleKind.SOLVER,
+    description="answers the question",
+    prompt=(
+        "Answer the question. Reason step by step where it helps, then give the final answer in the form the "
+        "question needs: for a multiple-choice question, end with a line 'Answer: X' where X is the option "
+        "letter; for a math or numeric question, put the final answer in \\boxed{...}; for a programming task, "
+        "write the complete Python function in one ```python code block."
+    ),
+)
+OUTCOME_HEADER = ("id", "model", "answer", "correct", "completion_tokens", "cost_usd", "latency_s")
+Progress = Callable[[int, int], None]  # (calls done, calls in total)
+
+
+@dataclass(frozen=True)
+class RecordSummary:
+    """What a recording did: its size, what it cost, and what failed (a failed call is a wrong, empty row)."""
+
+    out_dir: Path
+    questions: int
+    backbones: int
+    calls: int
+    failures: int
+    cached: int  # calls served from a response cache (nothing paid for them now)
+    ungraded: int  # calls whose answer the task could not grade (unknown gold): written as correct 0
+    cost_usd: float  # as reported by the world (cached calls at their original cost)
+    wall_s: float
+    accuracy: dict[str, float] = field(default_factory=dict)  # per backbone, failures counted as wrong
+    failures_by_backbone: dict[str, int] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()  # the first few failure messages, for the user
+
+
+@dataclass(frozen=True)
+class _Row:
+    query: Query
+    backbone: Backbone
+    answer: str
+    correct: bool
+    graded: bool
+    completion_tokens: int
+    cost_usd: float
+    latency_s: float
+    cached: bool = False
+    error: str | None = None
+
+
+async def record(
+    world: World, task: Task, out_dir: Path, concurrency: int = 16, progress: Progress | None = None
+) -> RecordSummary:
+    """Ask every backbone of `world.catalog` each question of `task`, alone, and write a replay world to `out_dir`.
+
+    User errors (AgentBalanceError: a rejected key, an unknown model) stop the recording and nothing is
+    written; a failed call (AgentCallFailed, or an unexpected error of the world) becomes an empty,
+    wrong row and is counted. `progress(done, total)` is called after each call.
+    """
+    if concurrency < 1:
+        raise AgentBalanceError(f"record: concurrency must be at least 1, got {concurrency}")
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise AgentBalanceError(f"record: the output path {out_dir} exists and is not a folder")
+    queries = list(task.items())
+    if not queries:
+        raise AgentBalanceError(f"record: task {task.name!r} has no question to record")
+    backbones = world.catalog.backbones
+    total = len(queries) * len(backbones)
+    limit = asyncio.Semaphore(concurrency)
+    done = 0
+    started = time.perf_counter()
+
+    async def ask(query: Query, backbone: Backbone) -> _Row:
+        nonlocal done
+        async with limit:
+            row = await _ask(world, task, query, backbone)
+        done += 1
+        if progress is not None:
+            progress(done, total)
+        return row
+
+    jobs = [asyncio.ensure_future(ask(query, backbone)) for query in queries for backbone in backbones]
+    try:
+        rows = await asyncio.gather(*jobs)
+    except BaseException:
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+        raise
+    wall_s = time.perf_counter() - started
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_atomic(out_dir / "questions.jsonl", _questions_jsonl(queries, task))
+    _write_atomic(out_dir / "outcomes.csv.gz", _outcomes_csv_gz(rows, task))
+    _write_atomic(out_dir / "models.yaml", _models_yaml(world, len(queries)).encode())
+    return _summary(out_dir, queries, backbones, rows, wall_s)
+
+
+async def _ask(world: World, task: Task, query: Query, backbone: Backbone) -> _Row:
+    agent = Agent(id="solver", role=SOLVER.name, backbone=backbone.name)
+    try:
+        completion = await world.complete(AgentCall(agent, SOLVER, backbone, query))
+    except AgentBalanceError:
+        raise
+    except AgentCallFailed as failure:
+        return _Row(query, backbone, "", False, True, 0, failure.cost_usd, failure.latency_s, error=str(failure))
+    except Exception as failure:  # a world bug: recorded like a failed call, never silent (as the runner does)
+        return _Row(query, backbone, "", False, True, 0, 0.0, 0.0, error=f"{type(failure).__name__}: {failure}")
+    answer = _answer(world, task, query, completion)
+    correct = completion.correct if completion.correct is not None else task.score(query, answer)
+    return _Row(
+        query,
+        backbone,
+        "" if task.domain == "code" or answer is None else answer,
+        bool(correct),
+        correct is not None,
+        completion.completion_tokens,
+        completion.cost_usd,
+        completion.latency_s,
+        cached=completion.cached,
+    )
+
+
+def _answer(world: World, task: Task, query: Query, completion: Completion) -> str | None:
+    """The task's reading of a real model's text; a simulator's own answer (its text only imitates a model)."""
+    if world.simulated:
+        return completion.answer
+    return task.parse(completion.text, query)
+
+
+def _questions_jsonl(queries: list[Query], task: Task) -> bytes:
+    lines = []
+    for query in queries:
+        record = {
+            "id": query.id,
+            "domain": query.domain or task.domain,
+            "question": query.question,
+            "choices": list(query.choices) if query.choices else None,
+            "answer": None if task.domain == "code" else query.answer,
+            "source": str(query.metadata.get("source") or task.name),
+        }
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _outcomes_csv_gz(rows: list[_Row], task: Task) -> bytes:
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(OUTCOME_HEADER)
+    for row in rows:
+        writer.writerow(
+            (
+                row.query.id,
+                row.backbone.name,
+                row.answer,
+                int(row.correct),
+                row.completion_tokens,
+                repr(float(row.cost_usd)),
+                f"{row.latency_s:.4f}",
+            )
+        )
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as archive:  # mtime 0: same rows, same bytes
+        archive.write(text.getvalue().encode())
+    return buffer.getvalue()
+
+
+MODEL_KEYS = (
+    "name",
+    "family",
+    "reasoning",
+    "params_active_b",
+    "params_total_b",
+    "price_in",
+    "price_out",
+    "decode_tps",
+    "scores",
+)
+OPTIONAL_MODEL_KEYS = ("model", "request", "ttft_s", "instruct", "source")  # written when set
+
+
+def _models_yaml(world: World, questions: int) -> str:
+    catalog: Catalog = world.catalog
+    entries: list[dict[str, Any]] = []
+    for backbone in catalog.backbones:
+        data = backbone.model_dump()
+        entry = {key: data[key] for key in MODEL_KEYS}
+        entry.update({key: data[key] for key in OPTIONAL_MODEL_KEYS if data[key] not in (None, {}, "")})
+        entries.append(entry)
+    document: dict[str, Any] = {"backbones": entries}
+    if catalog.assumptions != CostAssumptions():
+        document["assumptions"] = catalog.assumptions.model_dump()
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    header = (
+        f"# Replay world recorded by agentbalance from the {world.name} world, {stamp}:\n"
+        f"# {questions} questions x {len(entries)} backbones; catalog {catalog.source}.\n"
+        "# price_in / price_out: USD per 1M tokens. params_*_b: billions (null: not published).\n"
+    )
+    return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temp file in the same folder, flush it to disk, then rename over the target."""
+    temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except OSError as error:
+        temp.unlink(missing_ok=True)
+        raise AgentBalanceError(f"record: cannot write {path}: {error}") from None
+
+
+def _summary(
+    out_dir: Path, queries: list[Query], backbones: tuple[Backbone, ...], rows: list[_Row], wall_s: float
+) -> RecordSummary:
+    per_backbone: dict[str, list[_Row]] = {b.name: [] for b in backbones}
+    for row in rows:
+        per_backbone[row.backbone.name].append(row)
+    failed = [row for row in rows if row.error is not None]
+    return RecordSummary(
+        out_dir=out_dir,
+        questions=len(queries),
+        backbones=len(backbones),
+        calls=len(rows),
+        failures=len(failed),
+        cached=sum(row.cached for row in rows),
+        ungraded=sum(not row.graded for row in rows),
+        cost_usd=sum(row.cost_usd for row in rows),
+        wall_s=wall_s,
+        accuracy={name: sum(r.correct for r in own) / len(own) for name, own in per_backbone.items()},
+        failures_by_backbone={name: sum(r.error is not None for r in own) for name, own in per_backbone.items()},
+        errors=tuple(str(row.error) for row in failed[:5]),
+    )

@@ -1,0 +1,311 @@
+"""A real OpenAI-compatible chat-completions server on 127.0.0.1 for tests, scriptable to misbehave.
+
+It must never be reachable from outside the machine (it binds 127.0.0.1 only) and never needs a network.
+
+Usage:
+
+    with LoopbackServer(api_keys={"sk-test"}) as server:
+        server.fail(Fault(status=429, retry_after="1"), times=2)   # the next 2 requests get 429
+        world = LiveWorld(catalog, base_url=server.base_url, api_key="sk-test")
+        ...
+        assert len(server.requests) == 3
+
+Every request is recorded (path, headers, JSON body, the response sent), so tests can assert what
+reached the wire. Faults are consumed in order: a model's own queue first, then the shared queue;
+`always` faults apply to every request for a model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+FaultKind = Literal["status", "malformed", "empty_choices", "no_usage", "drop", "slow"]
+Responder = Callable[[dict[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One scripted misbehaviour of a single request.
+
+    status: an HTTP error (429, 500, 503, 401, 404, ...) with an OpenAI-style error body;
+    malformed: HTTP 200 with a body that is not JSON; empty_choices: 200 with `choices: []`;
+    no_usage: 200 without `usage`; drop: close the connection without answering;
+    slow: sleep `delay_s` before a normal answer (a timeout when it exceeds the client's).
+    """
+
+    kind: FaultKind = "status"
+    status: int = 500
+    retry_after: str | None = None
+    delay_s: float = 0.0
+    message: str = "scripted failure"
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """What the server received, and what it answered (status, and the JSON body when it sent one)."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    raw_body: bytes
+    received_at: float
+    status: int = 0
+    response: dict[str, Any] | None = None
+
+    @property
+    def model(self) -> str | None:
+        return self.body.get("model") if self.body else None
+
+
+def default_responder(body: dict[str, Any]) -> str:
+    """A deterministic answer: a boxed number for math-looking prompts, else a letter."""
+    model = str(body.get("model", ""))
+    last = str(body.get("messages", [{}])[-1].get("content", ""))
+    if "(A)" in last:
+        return f"{model} thinks it through.\nAnswer: B"
+    return f"{model} works it out step by step. So the result is \\boxed{{4}}."
+
+
+def usage_of(body: dict[str, Any], text: str, reasoning_tokens: int) -> dict[str, Any]:
+    """The usage a well-behaved endpoint reports: characters / 4 of the prompt and the answer, plus reasoning."""
+    prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+    prompt_tokens = prompt_chars // 4 + 7
+    completion_tokens = len(text) // 4 + 1 + reasoning_tokens
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
+    }
+
+
+@dataclass
+class LoopbackServer:
+    """A threaded HTTP server speaking POST /v1/chat/completions; start with `with` or `start()`."""
+
+    api_keys: set[str] | None = None  # None: any key (or none) is accepted
+    models: set[str] | None = None  # None: every model is known
+    reasoning_tokens: dict[str, int] = field(default_factory=dict)  # per model; default 0
+    responder: Responder = default_responder
+    requests: list[RecordedRequest] = field(default_factory=list)
+    in_flight: int = 0  # requests being handled now
+    max_in_flight: int = 0  # the most handled at once: what a client's concurrency limit allowed
+    _queue: list[Fault] = field(default_factory=list)
+    _model_queues: dict[str, list[Fault]] = field(default_factory=dict)
+    _always: dict[str, Fault] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: ThreadingHTTPServer | None = None
+    _thread: threading.Thread | None = None
+
+    # ---- lifecycle
+
+    def start(self) -> LoopbackServer:
+        server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # ---- scripting
+
+    def fail(self, fault: Fault, times: int = 1, model: str | None = None) -> None:
+        """The next `times` requests (for `model`, or any model) get `fault`."""
+        with self._lock:
+            queue = self._queue if model is None else self._model_queues.setdefault(model, [])
+            queue.extend([fault] * times)
+
+    def always(self, model: str, fault: Fault | None) -> None:
+        """Every request for `model` gets `fault` (None removes it)."""
+        with self._lock:
+            if fault is None:
+                self._always.pop(model, None)
+            else:
+                self._always[model] = fault
+
+    def requests_for(self, model: str) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.model == model]
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def _next_fault(self, model: str | None) -> Fault | None:
+        with self._lock:
+            if model is not None and model in self._always:
+                return self._always[model]
+            if model is not None and self._model_queues.get(model):
+                return self._model_queues[model].pop(0)
+            if self._queue:
+                return self._queue.pop(0)
+            return None
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def completion_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The normal 200 answer to `body`."""
+        model = str(body.get("model", ""))
+        text = self.responder(body)
+        return {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": usage_of(body, text, self.reasoning_tokens.get(model, 0)),
+        }
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that drop a connection (timeouts, the `drop` fault) are expected here, not worth a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
+def _handler_for(server_state: LoopbackServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+            return
+
+        def do_POST(self) -> None:
+            with server_state._lock:
+                server_state.in_flight += 1
+                server_state.max_in_flight = max(server_state.max_in_flight, server_state.in_flight)
+            try:
+                self._handle()
+            finally:
+                with server_state._lock:
+                    server_state.in_flight -= 1
+
+        def _handle(self) -> None:
+            received = time.perf_counter()
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+            headers = {k.lower(): v for k, v in self.headers.items()}
+
+            def record(status: int, response: dict[str, Any] | None) -> None:
+                server_state._record(
+                    RecordedRequest(self.path, headers, body, raw, received, status=status, response=response)
+                )
+
+            if not self.path.rstrip("/").endswith("/chat/completions") or body is None:
+                record(404, None)
+                self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
+                return
+            key = headers.get("authorization", "").removeprefix("Bearer ").strip()
+            if server_state.api_keys is not None and key not in server_state.api_keys:
+                # like real APIs, the message echoes the offending key: the client must never repeat it
+                error = {"error": {"message": f"Incorrect API key provided: {key}", "type": "invalid_request_error"}}
+                record(401, error)
+                self._send(401, error)
+                return
+            model = body.get("model")
+            if server_state.models is not None and model not in server_state.models:
+                error = {
+                    "error": {
+                        "message": f"The model `{model}` does not exist",
+                        "type": "invalid_request_error",
+                        "code": "model_not_found",
+                    }
+                }
+                record(404, error)
+                self._send(404, error)
+                return
+
+            fault = server_state._next_fault(model)
+            if fault is None:
+                response = server_state.completion_body(body)
+                record(200, response)
+                self._send(200, response)
+            elif fault.kind == "status":
+                error = {"error": {"message": fault.message, "type": "server_error", "code": None}}
+                record(fault.status, error)
+                extra = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+                self._send(fault.status, error, extra)
+            elif fault.kind == "slow":
+                record(200, None)
+                time.sleep(fault.delay_s)
+                with contextlib.suppress(OSError):  # the client may have given up first
+                    self._send(200, server_state.completion_body(body))
+            elif fault.kind == "malformed":
+                record(200, None)
+                self._send_raw(200, b'{"id": "chatcmpl-x", "choices": [ {"message": ', "application/json")
+            elif fault.kind == "empty_choices":
+                response = server_state.completion_body(body)
+                response["choices"] = []
+                record(200, response)
+                self._send(200, response)
+            elif fault.kind == "no_usage":
+                response = server_state.completion_body(body)
+                del response["usage"]
+                record(200, response)
+                self._send(200, response)
+            elif fault.kind == "drop":
+                record(0, None)
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+        def _send(self, status: int, payload: dict[str, Any], extra_headers: dict[str, str] | None = None) -> None:
+            self._send_raw(status, json.dumps(payload).encode(), "application/json", extra_headers)
+
+        def _send_raw(
+            self, status: int, data: bytes, content_type: str, extra_headers: dict[str, str] | None = None
+        ) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (extra_headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def unused_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
