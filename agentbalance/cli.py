@@ -25,7 +25,8 @@ from agentbalance.query import Query, read_queries
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.runner import Caps, Runner
 from agentbalance.runtime.trace import Trace
-from agentbalance.worlds import WORLD_HELP, open_world
+from agentbalance.tasks.base import Task
+from agentbalance.worlds import WORLD_HELP, LiveOptions, open_world
 from agentbalance.worlds.base import World
 
 app = typer.Typer(
@@ -154,7 +155,29 @@ def _roles_for(mas: MAS, roles: str | None, world: World) -> RoleSet:
     )
 
 
-def _queries_for(question: str | None, input_path: Path | None, world: World) -> list[Query]:
+def _load_task(
+    name: str | None, data: Path | None, limit: int | None, seed: int, question: str | None, input_path: Path | None
+) -> Task | None:
+    """The task named by --task (its loader and scorer), checked against the other ways to give queries."""
+    if name is None:
+        if data is not None or limit is not None:
+            raise AgentBalanceError("--data and --limit need --task NAME")
+        return None
+    if question is not None or input_path is not None:
+        raise AgentBalanceError("give queries one way: a QUERY text, --input FILE.jsonl, or --task NAME")
+    from agentbalance.tasks.registry import load_task
+
+    return load_task(name, data, limit, seed)
+
+
+def _task_roles(task: Task) -> str:
+    """The shipped role library of a task's domain."""
+    return {"general": "general", "math": "math", "code": "code"}.get(task.domain, "mixed")
+
+
+def _queries_for(question: str | None, input_path: Path | None, world: World, task: Task | None = None) -> list[Query]:
+    if task is not None:
+        return list(task.items())
     if (question is None) == (input_path is None):
         raise AgentBalanceError("give either a QUERY text or --input FILE.jsonl (exactly one)")
     resolve = getattr(world, "resolve_query", None)  # replay worlds look queries up by id
@@ -200,6 +223,15 @@ def run(
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, help="LLM calls in flight at once.")] = 32,
+    task: Annotated[
+        str | None, typer.Option(help="Take the queries from a task (mmlu, math, ...), scored by it.")
+    ] = None,
+    data: Annotated[Path | None, typer.Option(help="The task's local data file or folder.")] = None,
+    limit: Annotated[int | None, typer.Option(help="The first N items of the task.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Live world endpoint (else $AGENTBALANCE_BASE_URL).")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Live world response cache folder.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Live world: do not read or write the cache.")] = False,
+    timeout: Annotated[float, typer.Option(help="Live world: seconds per call before it is retried.")] = 60.0,
     max_usd: Annotated[float | None, typer.Option(help="Hard per-query USD cap (> 0).")] = None,
     max_seconds: Annotated[float | None, typer.Option(help="Hard per-query seconds cap (> 0).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query, a line each (JSONL).")] = False,
@@ -209,18 +241,24 @@ def run(
     if (mas_path is None) == (model is None):
         raise AgentBalanceError("give either --mas FILE.json or --model RUN_FOLDER (exactly one)")
     loaded_catalog = Catalog.load(catalog) if catalog is not None else None
-    world = open_world(world_spec, loaded_catalog, seed=seed)
+    loaded_task = _load_task(task, data, limit, seed, question, input_path)
+    live = LiveOptions(
+        base_url, cache_dir, not no_cache, timeout, concurrency, loaded_task.parse if loaded_task else None
+    )
+    world = open_world(world_spec, loaded_catalog, seed=seed, live=live)
+    default_roles = roles or (_task_roles(loaded_task) if loaded_task else None)
     if model is not None:
-        queries = _queries_for(question, input_path, world)
-        library, plans = _controller_plans(model, world, roles, queries)
+        queries = _queries_for(question, input_path, world, loaded_task)
+        library, plans = _controller_plans(model, world, default_roles, queries)
     else:
         assert mas_path is not None
         mas = MAS.load(mas_path)  # checked before anything else is read: a bad MAS is the first error
-        library = _roles_for(mas, roles, world)
+        library = _roles_for(mas, default_roles, world)
         mas.check_against(world.catalog, library, source=str(mas_path))
-        queries = _queries_for(question, input_path, world)
+        queries = _queries_for(question, input_path, world, loaded_task)
         plans = [mas] * len(queries)
-    runner = Runner(world, library, concurrency=concurrency, caps=caps)
+    grader = (lambda query, answer: loaded_task.score(query, answer)) if loaded_task else None
+    runner = Runner(world, library, concurrency=concurrency, caps=caps, grader=grader)
     traces = runner.run_sync(list(zip(plans, queries, strict=True)))
     if as_json:
         for trace in traces:
@@ -481,6 +519,40 @@ def export(
     (mas,) = controller.construct_texts([query], TextEncoder(), budget_condition(Budget(**config["budget"]), 1))
     text = json.dumps(mas.to_json(), indent=2) if output_format == "json" else mas.to_mermaid()
     sys.stdout.write(text + "\n")
+
+
+@app.command()
+@reports_user_errors
+def record(
+    task: Annotated[str, typer.Option(help="The task whose questions every backbone answers (mmlu, math, ...).")],
+    out: Annotated[Path, typer.Option(help="The replay-world folder to write.")],
+    world_spec: Annotated[str, typer.Option("--world", help="live (or sim, to try the command offline)")] = "live",
+    data: Annotated[Path | None, typer.Option(help="The task's local data file or folder.")] = None,
+    limit: Annotated[int | None, typer.Option(help="The first N items of the task.")] = None,
+    catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML: the backbones to record.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Endpoint (else $AGENTBALANCE_BASE_URL).")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Response cache folder.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the response cache.")] = False,
+    concurrency: Annotated[int, typer.Option(min=1, help="Calls in flight at once.")] = 16,
+    timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+) -> None:
+    """Ask every backbone each question alone and write a replay world: calibrate once on real calls, train offline."""
+    import asyncio
+
+    from agentbalance.tasks.registry import load_task
+    from agentbalance.worlds.recording import record as record_world
+
+    loaded_task = load_task(task, data, limit, seed)
+    live = LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, loaded_task.parse)
+    world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed, live=live)
+    summary = asyncio.run(record_world(world, loaded_task, out, concurrency=concurrency))
+    Console().print(
+        f"recorded {summary.questions} questions x {summary.backbones} backbones into {out}: "
+        f"{summary.calls} calls ({summary.cached} from the cache), {summary.failures} failed, "
+        f"USD {summary.cost_usd:.4f}, {summary.wall_s:.1f} s",
+        highlight=False,
+    )
 
 
 def main() -> None:

@@ -216,22 +216,32 @@ class Trainer:
 
     def calibrate_delta(self, val: Sequence[Query], current: Evaluation) -> tuple[bool, Evaluation]:
         """Spend the budget precisely: sweep the difficulty offset delta on validation and keep the best
-        Perf whose upper cost bounds meet the budget (RouteLLM-style calibration of a threshold)."""
+        Perf whose upper cost bounds meet the budget (RouteLLM-style calibration of a threshold). A coarse
+        grid first, then a finer one around the most costly delta that still fits."""
         base = self.controller.config.delta
-        best_delta, best_eval = base, current
-        best_key = (
-            current.meets(self.budget),
-            current.perf if current.meets(self.budget) else -current.excess(self.budget),
-        )
-        for shift in np.linspace(-0.6, 0.6, 25):
-            self.controller.config = dataclasses.replace(self.controller.config, delta=float(base + shift))
-            evaluation = self.evaluate(val)
-            feasible = evaluation.meets(self.budget)
-            key = (feasible, evaluation.perf if feasible else -evaluation.excess(self.budget))
-            if key > best_key:
-                best_key, best_delta, best_eval = key, float(base + shift), evaluation
-        self.controller.config = dataclasses.replace(self.controller.config, delta=best_delta)
-        return best_key[0], best_eval
+        trials: dict[float, Evaluation] = {base: current}
+
+        def trial(delta: float) -> Evaluation:
+            if delta not in trials:
+                self.controller.config = dataclasses.replace(self.controller.config, delta=delta)
+                trials[delta] = self.evaluate(val)
+            return trials[delta]
+
+        for shift in np.linspace(-0.6, 0.6, 13):
+            trial(round(base + float(shift), 6))
+        fitting = [d for d, e in trials.items() if e.meets(self.budget)]
+        if fitting:
+            edge = max(fitting, key=lambda d: (trials[d].tok_upper, d))
+            for shift in np.linspace(-0.1, 0.1, 11):
+                trial(round(edge + float(shift), 6))
+
+        def preference(delta: float) -> tuple[bool, float]:
+            e = trials[delta]
+            return (True, e.perf - 1e-6 * e.tok) if e.meets(self.budget) else (False, -e.excess(self.budget))
+
+        best = max(trials, key=preference)
+        self.controller.config = dataclasses.replace(self.controller.config, delta=best)
+        return trials[best].meets(self.budget), trials[best]
 
     def _step(self, batch: Sequence[Query], optimiser: torch.optim.Optimizer) -> float:
         """One REINFORCE step: several samples per query, the per-query mean reward as baseline."""

@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
+from agentbalance.query import Query
 from agentbalance.worlds.base import World
 
 WORLD_HELP = (
@@ -17,7 +20,19 @@ WORLD_HELP = (
 )
 
 
-def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0) -> World:
+@dataclass(frozen=True)
+class LiveOptions:
+    """How to reach an OpenAI-compatible endpoint; None fields fall back to the environment or defaults."""
+
+    base_url: str | None = None
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    timeout_s: float = 60.0
+    concurrency: int = 16
+    parse: Callable[[str, Query], str | None] | None = None
+
+
+def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0, live: LiveOptions | None = None) -> World:
     """`sim`/`simulated`, `replay:DIR` or `live`. In a replay world the catalog defaults to the world's models.yaml."""
     if spec in ("sim", "simulated"):
         from agentbalance.worlds.simulated import SimulatedWorld
@@ -34,5 +49,15 @@ def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0) -> Worl
     if spec == "live":
         from agentbalance.worlds.live import LiveWorld
 
-        return LiveWorld(catalog or Catalog.load(), seed=seed)  # endpoint and key from the environment
+        options = live or LiveOptions()
+        return LiveWorld(  # the key comes from the environment (or a per-backbone variable), never a flag
+            catalog or Catalog.load(),
+            base_url=options.base_url,
+            concurrency=options.concurrency,
+            timeout_s=options.timeout_s,
+            cache_dir=options.cache_dir,
+            use_cache=options.use_cache,
+            parse=options.parse,
+            seed=seed,
+        )
     raise AgentBalanceError(f"unknown world {spec!r}; use {WORLD_HELP}")

@@ -1,0 +1,166 @@
+"""`build`, `run --model`, `evaluate`, `export`, `record` and the live world, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.loopback_server import LoopbackServer
+
+SMALL = ["--train", "24", "--val", "12", "--test", "12", "--epochs", "2"]
+
+
+def agentbalance(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentbalance.cli", *args],
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "160", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def one_error_line(done: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip() and line.startswith("error: ")]
+    assert len(lines) == 1 and expected in lines[0], done.stderr
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("build")
+    done = agentbalance(
+        "build", "--budget-tok", "0.5", "--budget-lat", "60", *SMALL, "--out", str(folder / "run"), "--json", cwd=folder
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert set(result) == {"perf", "tok", "lat", "budget_tok", "budget_lat", "feasible", "split", "n", "out"}
+    assert result["split"] == "test" and result["n"] == 12 and result["budget_tok"] == 0.5
+    return folder / "run"
+
+
+def test_build_writes_a_complete_run_folder(run_folder: Path) -> None:
+    for name in ("controller.pt", "config.json", "metrics.json", "training.png"):
+        assert (run_folder / name).is_file(), name
+    metrics = json.loads((run_folder / "metrics.json").read_text())
+    assert {"val", "test", "history", "feasible", "cheapest"} <= set(metrics)
+    assert len(metrics["history"]) == 2
+    assert metrics["test"]["tok"] <= 0.5 or not metrics["feasible"]
+
+
+def test_run_export_and_evaluate_use_the_trained_controller(run_folder: Path, tmp_path: Path) -> None:
+    done = agentbalance("run", "--model", str(run_folder), "What is 12 * 12?", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["agents"] and record["agents"][-1]["role"] == "Decision Maker"
+    mermaid = agentbalance(
+        "export", "--model", str(run_folder), "--query", "What is 12 * 12?", "--format", "mermaid", cwd=tmp_path
+    )
+    assert mermaid.returncode == 0 and mermaid.stdout.startswith("flowchart LR")
+    exported = json.loads(
+        agentbalance("export", "--model", str(run_folder), "--query", "What is 12 * 12?", cwd=tmp_path).stdout
+    )
+    assert [a["backbone"] for a in exported["agents"]] == [a["backbone"] for a in record["agents"]]
+    evaluated = agentbalance("evaluate", "--model", str(run_folder), "--json", cwd=tmp_path)
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert json.loads(evaluated.stdout)["n"] == 12
+
+
+def test_an_incompatible_checkpoint_is_a_clear_error(run_folder: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "old-run"
+    broken.mkdir()
+    config = json.loads((run_folder / "config.json").read_text())
+    (broken / "config.json").write_text(json.dumps({**config, "version": 99}))
+    one_error_line(
+        agentbalance("export", "--model", str(broken), "--query", "x", cwd=tmp_path),
+        "checkpoint version 99 is not supported",
+    )
+    one_error_line(
+        agentbalance("export", "--model", str(tmp_path), "--query", "x", cwd=tmp_path), "is not a run folder"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--budget-tok", "0"], "--budget-tok must be a positive number"),
+        (["--budget-lat", "-5"], "--budget-lat must be a positive number"),
+        (["--budget-tok", "0.5", "--world", "mars"], "unknown world 'mars'"),
+        (["--budget-tok", "0.5", "--pools", "9"], "cannot make 9 pools"),
+        ([], "give a budget"),
+    ],
+)
+def test_bad_build_input_is_one_clear_error_line(tmp_path: Path, args: list[str], expected: str) -> None:
+    one_error_line(agentbalance("build", *args, *SMALL, "--out", str(tmp_path / "r"), cwd=tmp_path), expected)
+
+
+def test_record_writes_a_replay_world_that_run_can_replay(tmp_path: Path) -> None:
+    done = agentbalance(
+        "record", "--world", "sim", "--task", "synthetic-math", "--limit", "4", "--out", "world", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "recorded 4 questions x 14 backbones" in done.stdout
+    mas = tmp_path / "mas.json"
+    mas.write_text(
+        json.dumps({"agents": [{"id": "d", "role": "Decision Maker", "backbone": "qwen3-8b"}], "decision": "d"})
+    )
+    ids = tmp_path / "ids.jsonl"
+    ids.write_text("".join(json.dumps({"id": f"syn-math-0-{i}"}) + "\n" for i in range(4)))
+    replayed = agentbalance(
+        "run", "--mas", "mas.json", "--world", "replay:world", "--input", "ids.jsonl", "--json", cwd=tmp_path
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    assert len(replayed.stdout.splitlines()) == 4
+
+
+def test_run_in_the_live_world_against_a_loopback_endpoint(tmp_path: Path) -> None:
+    mas = tmp_path / "mas.json"
+    mas.write_text(
+        json.dumps(
+            {
+                "agents": [
+                    {"id": "m", "role": "Mathematician", "backbone": "qwen3-8b"},
+                    {"id": "d", "role": "Decision Maker", "backbone": "qwen3-14b"},
+                ],
+                "edges": [["m", "d"]],
+                "decision": "d",
+            }
+        )
+    )
+    with LoopbackServer(api_keys={"sk-loopback"}) as server:
+        env = {"AGENTBALANCE_API_KEY": "sk-loopback"}
+        args = [
+            "run",
+            "--mas",
+            "mas.json",
+            "--world",
+            "live",
+            "--base-url",
+            server.base_url,
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--json",
+            "What is 2 + 2?",
+        ]
+        done = agentbalance(*args, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        record = json.loads(done.stdout)
+        assert len(server.requests) == 2 and record["cost_usd"] > 0
+        assert {r.body["model"] for r in server.requests} == {"qwen3-8b", "qwen3-14b"}
+        again = agentbalance(*args, cwd=tmp_path, env=env)
+        assert again.returncode == 0 and len(server.requests) == 2, "the rerun is served by the cache"
+        for path in (tmp_path / "cache").rglob("*"):
+            if path.is_file():
+                assert b"sk-loopback" not in path.read_bytes()
+        assert "sk-loopback" not in done.stdout + done.stderr
+        wrong = agentbalance(
+            *args[:-2], "--no-cache", "What is 3 + 3?", cwd=tmp_path, env={"AGENTBALANCE_API_KEY": "sk-wrong"}
+        )
+        one_error_line(wrong, "rejected the API key")

@@ -1,0 +1,85 @@
+"""Training: the sync rollout is the runner's twin, the controller never sees gold, budgets are targeted."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from agentbalance.catalog import Catalog
+from agentbalance.encoders import TextEncoder
+from agentbalance.errors import AgentBalanceError
+from agentbalance.query import Query
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.rollout import rollout
+from agentbalance.runtime.runner import Runner
+from agentbalance.train.build import BuildSpec, build, embed_queries, load_controller
+from agentbalance.train.reinforce import Budget, TrainConfig, budget_condition
+from agentbalance.worlds.simulated import SimulatedWorld
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory):
+    spec = BuildSpec(budget=Budget(tok=0.3, lat=30), sizes=(60, 30, 30), train=TrainConfig(epochs=3))
+    return build(spec, tmp_path_factory.mktemp("run") / "run")
+
+
+def test_the_sync_rollout_gives_what_the_async_runner_gives(built) -> None:
+    world = SimulatedWorld(Catalog.load(), seed=0)
+    roles = RoleSet.load("mixed")
+    queries = built.splits.test[:10]
+    masses = built.controller.construct(torch.stack([built.trainer.embeddings[q.id] for q in queries]))
+    traces = Runner(world, roles).run_sync(list(zip(masses, queries, strict=True)))
+    for mas, query, trace in zip(masses, queries, traces, strict=True):
+        outcome = rollout(world, roles, mas, query)
+        assert outcome.correct == trace.correct
+        assert outcome.cost_usd == pytest.approx(trace.cost_usd)
+        assert outcome.latency_s == pytest.approx(trace.latency_s)
+
+
+def test_constructions_do_not_change_when_the_gold_answers_are_shuffled(built) -> None:
+    test = built.splits.test
+    shuffled_answers = [q.answer for q in test]
+    random.Random(0).shuffle(shuffled_answers)
+    tampered = [
+        Query(id=q.id, question=q.question, choices=q.choices, answer=a, domain=None, metadata={"difficulty": 9.9})
+        for q, a in zip(test, shuffled_answers, strict=True)
+    ]
+    controller, encoder = built.controller, TextEncoder()  # fresh embeddings of the tampered queries
+    condition = budget_condition(Budget(0.3, 30), len(test))
+    before = controller.construct(torch.stack(list(embed_queries(encoder, test).values())), condition)
+    after = controller.construct(torch.stack(list(embed_queries(encoder, tampered).values())), condition)
+    assert [m.to_json() for m in before] == [m.to_json() for m in after]
+
+
+def test_the_reported_test_split_meets_the_budget_or_says_it_does_not(built) -> None:
+    result = built.result
+    if result.feasible:
+        assert result.val.tok_upper <= 0.3 and result.val.lat_upper <= 30
+    assert result.cheapest.tok <= result.test.tok + 1e-12 or not result.feasible
+    assert 0 <= result.test.perf <= 1 and result.test.n == 30
+
+
+def test_a_saved_controller_reloads_and_builds_the_same_mas(built) -> None:
+    controller, config = load_controller(built.out)
+    queries = built.splits.test[:5]
+    embeddings = torch.stack([built.trainer.embeddings[q.id] for q in queries])
+    condition = budget_condition(Budget(**config["budget"]), len(queries))
+    assert [m.to_json() for m in controller.construct(embeddings, condition)] == [
+        m.to_json() for m in built.controller.construct(embeddings, condition)
+    ]
+
+
+def test_an_unreachable_budget_is_reported_with_the_cheapest_point(tmp_path: Path) -> None:
+    spec = BuildSpec(budget=Budget(tok=1e-6), sizes=(24, 12, 12), train=TrainConfig(epochs=1))
+    result = build(spec, tmp_path / "run").result
+    assert not result.feasible
+    assert result.cheapest.tok > 1e-6
+    assert result.cheapest.agent_counts == {"1": 12}
+
+
+def test_budgets_must_be_positive() -> None:
+    with pytest.raises(AgentBalanceError, match="--budget-tok must be a positive number"):
+        Budget(tok=0)
