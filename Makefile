@@ -24,6 +24,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/agentbalance pools --plot runs/demo/pools.png --json-out runs/demo/pools.json
+	$(BIN)/agentbalance build --budget-tok 0.5 --budget-lat 60 --out runs/demo/build
 
 test: $(STAMP)
 	$(BIN)/ruff check agentbalance tests benchmarks

@@ -158,8 +158,7 @@ class Controller(nn.Module):
         """Greedy deployment: the most likely MAS for each query of a batch."""
         with torch.no_grad():
             step = self(query_embeddings, condition, mode="greedy")
-        ids = query_ids if query_ids is not None else [None] * len(query_embeddings)
-        return [self.to_mas(step.decisions, index, query_id=ids[index]) for index in range(len(query_embeddings))]
+        return self.to_masses(step.decisions, query_ids)
 
     def construct_texts(
         self, texts: Sequence[str], encoder: TextEncoder, condition: torch.Tensor | None = None
@@ -169,23 +168,39 @@ class Controller(nn.Module):
         return self.construct(embeddings, condition)
 
     def to_mas(self, decisions: Decisions, index: int, query_id: str | None = None) -> MAS:
-        """The MAS of query `index` of a batch: kept agents in topological order, decision agent last."""
+        """The MAS of query `index` of a batch."""
+        return self.to_masses(decisions.row(index), [query_id])[0]
+
+    def to_masses(self, decisions: Decisions, query_ids: Sequence[str | None] | None = None) -> list[MAS]:
+        """One MAS per query of a batch: kept agents in topological order, the decision agent last.
+
+        The tensors are read once as Python lists and agents are shared between MAS (they are
+        immutable), so building thousands of MAS costs little next to the forward pass."""
         ctx = self.context
-        keep = decisions.keep[index].tolist()
-        order = [r for r in decisions.topology.order[index].tolist() if keep[r] and r != ctx.decision_index]
-        order.append(ctx.decision_index)
-        backbones = decisions.backbones[index].tolist()
-        agents = [Agent(id=f"a{r}", role=ctx.role_names[r], backbone=ctx.backbone_names[backbones[r]]) for r in order]
-        edge_matrix = decisions.topology.edges[index]
-        edges = [(f"a{i}", f"a{j}") for i in order for j in order if edge_matrix[i, j]]
-        return MAS.trusted(
-            agents,
-            edges,
-            f"a{ctx.decision_index}",
-            order=[f"a{r}" for r in order],
-            query_id=query_id,
-            pool=int(decisions.pool[index]),
-        )
+        decision = ctx.decision_index
+        pools, keeps = decisions.pool.tolist(), decisions.keep.tolist()
+        orders, backbones = decisions.topology.order.tolist(), decisions.backbones.tolist()
+        edge_rows = decisions.topology.edges.tolist()
+        ids = query_ids if query_ids is not None else [None] * len(pools)
+        agents: dict[tuple[int, int], Agent] = {}
+        masses = []
+        for index, pool in enumerate(pools):
+            keep, chosen, edge_matrix = keeps[index], backbones[index], edge_rows[index]
+            order = [r for r in orders[index] if keep[r] and r != decision]
+            order.append(decision)
+            members = []
+            for r in order:
+                key = (r, chosen[r])
+                if key not in agents:
+                    agents[key] = Agent(id=f"a{r}", role=ctx.role_names[r], backbone=ctx.backbone_names[chosen[r]])
+                members.append(agents[key])
+            edges = [(f"a{i}", f"a{j}") for i in order for j in order if edge_matrix[i][j]]
+            masses.append(
+                MAS.trusted(
+                    members, edges, f"a{decision}", order=[f"a{r}" for r in order], query_id=ids[index], pool=pool
+                )
+            )
+        return masses
 
 
 def _choose(log_probs: torch.Tensor, mode: str, given: torch.Tensor | None) -> torch.Tensor:
