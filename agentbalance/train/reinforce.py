@@ -252,9 +252,8 @@ class Trainer:
         step = self.controller(embeddings, condition, mode="sample")
         lambda_tok, lambda_lat = self.lambdas()
         rewards = []
-        for index in range(len(embeddings)):
-            query = batch[index // samples]
-            outcome = rollout(self.world, self.roles, self.controller.to_mas(step.decisions, index), query)
+        for index, mas in enumerate(self.controller.to_masses(step.decisions)):
+            outcome = rollout(self.world, self.roles, mas, batch[index // samples])
             rewards.append(
                 float(outcome.correct) - lambda_tok * 100 * outcome.cost_usd - lambda_lat * outcome.latency_s
             )
