@@ -227,13 +227,15 @@ class Trainer:
                 trials[delta] = self.evaluate(val)
             return trials[delta]
 
-        for shift in np.linspace(-0.6, 0.6, 13):
-            trial(round(base + float(shift), 6))
+        low, high = self._delta_range(val)
+        for delta in np.linspace(low, high, 25):
+            trial(round(float(delta), 6))
         fitting = [d for d, e in trials.items() if e.meets(self.budget)]
         if fitting:
             edge = max(fitting, key=lambda d: (trials[d].tok_upper, d))
-            for shift in np.linspace(-0.1, 0.1, 11):
-                trial(round(edge + float(shift), 6))
+            step = (high - low) / 24
+            for delta in np.linspace(edge - step, edge + step, 9):
+                trial(round(float(delta), 6))
 
         def preference(delta: float) -> tuple[bool, float]:
             e = trials[delta]
@@ -242,6 +244,24 @@ class Trainer:
         best = max(trials, key=preference)
         self.controller.config = dataclasses.replace(self.controller.config, delta=best)
         return trials[best].meets(self.budget), trials[best]
+
+    def _delta_range(self, val: Sequence[Query]) -> tuple[float, float]:
+        """The deltas between "every validation query in the cheapest pool" and "every one in the top
+        pool", so the sweep crosses every pool mixture whatever the thresholds learned."""
+        selection = self.controller.selection
+        if selection.pool_count == 1:
+            return 0.0, 0.0
+        with torch.no_grad():
+            embeddings = self._embed(val)
+            condition = budget_condition(self.budget, len(val))
+            base = (
+                self.controller.difficulty(embeddings)
+                + selection.offset
+                + selection.condition_offset(condition).squeeze(-1)
+            )
+            thresholds = selection.thresholds()
+        margin = 3 * selection.temperature
+        return float(thresholds.min() - margin - base.max()), float(thresholds.max() + margin - base.min())
 
     def _step(self, batch: Sequence[Query], optimiser: torch.optim.Optimizer) -> float:
         """One REINFORCE step: several samples per query, the per-query mean reward as baseline."""
