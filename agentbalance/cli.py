@@ -5,6 +5,7 @@ It must never hold logic the Python API lacks, and never show a user a traceback
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import sys
@@ -45,6 +46,15 @@ def _main_options() -> None:
     Units everywhere: Tok = USD per 100 queries, Lat = seconds per query.
     """
 
+
+TaskOption = Annotated[str | None, typer.Option(help="Take the queries from a task (mmlu, math, ...), scored by it.")]
+DataOption = Annotated[Path | None, typer.Option(help="The task's local data file or folder.")]
+LimitOption = Annotated[int | None, typer.Option(help="The first N items of the task.")]
+BaseUrlOption = Annotated[str | None, typer.Option(help="Live world endpoint (else $AGENTBALANCE_BASE_URL).")]
+CacheDirOption = Annotated[Path | None, typer.Option(help="Live world response cache folder.")]
+NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Live world: do not read or write the cache.")]
+TimeoutOption = Annotated[float, typer.Option(help="Live world: seconds per call before it is retried.")]
+ConcurrencyOption = Annotated[int, typer.Option(min=1, help="LLM calls in flight at once.")]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -170,11 +180,6 @@ def _load_task(
     return load_task(name, data, limit, seed)
 
 
-def _task_roles(task: Task) -> str:
-    """The shipped role library of a task's domain."""
-    return {"general": "general", "math": "math", "code": "code"}.get(task.domain, "mixed")
-
-
 def _queries_for(question: str | None, input_path: Path | None, world: World, task: Task | None = None) -> list[Query]:
     if task is not None:
         return list(task.items())
@@ -246,7 +251,9 @@ def run(
         base_url, cache_dir, not no_cache, timeout, concurrency, loaded_task.parse if loaded_task else None
     )
     world = open_world(world_spec, loaded_catalog, seed=seed, live=live)
-    default_roles = roles or (_task_roles(loaded_task) if loaded_task else None)
+    from agentbalance.train.build import task_roles
+
+    default_roles = roles or (task_roles(loaded_task) if loaded_task else None)
     if model is not None:
         queries = _queries_for(question, input_path, world, loaded_task)
         library, plans = _controller_plans(model, world, default_roles, queries)
@@ -362,6 +369,14 @@ def build(
     delta: Annotated[float, typer.Option(help="Difficulty offset: > 0 pushes queries to costlier pools.")] = 0.0,
     max_pool: Annotated[int | None, typer.Option(min=0, help="Never select a pool above this one.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    task: TaskOption = None,
+    data: DataOption = None,
+    limit: LimitOption = None,
+    base_url: BaseUrlOption = None,
+    cache_dir: CacheDirOption = None,
+    no_cache: NoCacheOption = False,
+    timeout: TimeoutOption = 60.0,
+    concurrency: ConcurrencyOption = 16,
     out: Annotated[Path | None, typer.Option(help="Run folder (default runs/<timestamp>).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the test result as one JSON object.")] = False,
 ) -> None:
@@ -385,6 +400,10 @@ def build(
         train=TrainConfig(epochs=epochs, seed=seed, lambda_tok=lambda_tok, lambda_lat=lambda_lat),
         controller=ControllerConfig(delta=delta, max_pool=max_pool),
         pools=pools,
+        task=task,
+        data=str(data) if data else None,
+        limit=limit,
+        live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency),
     )
     folder = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     console = Console(stderr=as_json)
@@ -463,25 +482,47 @@ def evaluate(
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
     split: Annotated[str, typer.Option(help="test | val | train | all")] = "test",
     seed: Annotated[int, typer.Option(help="Seed of the world and its split.")] = 0,
+    task: TaskOption = None,
+    data: DataOption = None,
+    limit: LimitOption = None,
+    base_url: BaseUrlOption = None,
+    cache_dir: CacheDirOption = None,
+    no_cache: NoCacheOption = False,
+    timeout: TimeoutOption = 60.0,
+    concurrency: ConcurrencyOption = 16,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ) -> None:
     """Evaluate a trained controller on a world, including one whose catalog it never saw (inductive)."""
     from agentbalance.encoders import TextEncoder
-    from agentbalance.train.build import embed_queries, load_controller
-    from agentbalance.train.data import world_splits
-    from agentbalance.train.reinforce import Budget, evaluate_policy
+    from agentbalance.train.build import (
+        BuildSpec,
+        embed_queries,
+        load_controller,
+        read_run_config,
+        resolve_world,
+        spec_splits,
+    )
+    from agentbalance.train.reinforce import Budget, TrainConfig, evaluate_policy
 
-    world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed)
-    if not hasattr(world, "answer"):
-        raise AgentBalanceError(f"evaluate needs a simulated or replay world, not {world_spec!r}")
-    calibrated = getattr(world, "calibrated_catalog", None)
+    saved_task = (read_run_config(model).get("task") or {}) if task is None else {}
+    spec = BuildSpec(
+        world=world_spec,
+        catalog=str(catalog) if catalog else None,
+        train=TrainConfig(seed=seed),
+        task=task or saved_task.get("name"),
+        data=str(data) if data else saved_task.get("data"),
+        limit=limit if limit is not None else saved_task.get("limit"),
+        live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency),
+    )
+    world, pooling_catalog, _, loaded_task = resolve_world(spec)
     encoder = TextEncoder()
-    controller, config = load_controller(model, calibrated() if callable(calibrated) else world.catalog, None, encoder)
-    splits = world_splits(world, tuple(config["sizes"]), seed=seed)
+    controller, config = load_controller(model, pooling_catalog, None, encoder)
+    splits = spec_splits(dataclasses.replace(spec, sizes=tuple(config["sizes"])), world, loaded_task)
     queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
     budget = Budget(**config["budget"])
     roles = RoleSet.load(config["roles"])
-    result = evaluate_policy(controller, world, roles, embed_queries(encoder, queries), queries, budget)
+    grader = loaded_task.score if loaded_task else None
+    result = evaluate_policy(controller, world, roles, embed_queries(encoder, queries), queries, budget, grader=grader)
     feasible = result.meets(budget, upper=False)
     if as_json:
         payload = {

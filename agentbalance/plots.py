@@ -50,14 +50,7 @@ def plot_pools(result: PoolingResult, path: Path, title: str = "") -> None:
     axes.set_title(f"Pareto front and pools{': ' + title if title else ''}")
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=8)
-    figure.tight_layout()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(path, dpi=130)
-    except OSError as error:
-        raise AgentBalanceError(f"cannot write plot {path}: {error}") from None
-    finally:
-        plt.close(figure)
+    _save(figure, path, dpi=130)
 
 
 def plot_training(history: list[dict[str, float]], budget: object, path: Path) -> None:
@@ -81,10 +74,15 @@ def plot_training(history: list[dict[str, float]], budget: object, path: Path) -
         axis.grid(True, alpha=0.3)
         if limit is not None:
             axis.legend(fontsize=7)
+    _save(figure, path, dpi=110)
+
+
+def _save(figure: plt.Figure, path: Path, dpi: int) -> None:
+    """Write a PNG (creating its folder) and free the figure, whatever happens."""
     figure.tight_layout()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(path, dpi=110)
+        figure.savefig(path, dpi=dpi)
     except OSError as error:
         raise AgentBalanceError(f"cannot write plot {path}: {error}") from None
     finally:

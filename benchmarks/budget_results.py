@@ -44,7 +44,7 @@ def single_backbones(world, roles, queries) -> list[dict[str, float]]:
 
 def run_world(name: str, spec_world: str, epochs: int) -> dict[str, object]:
     probe = BuildSpec(world=spec_world, sizes=(600, 200, 400))
-    world, _, roles = resolve_world(probe)
+    world, _, roles, _ = resolve_world(probe)
     from agentbalance.train.data import world_splits
 
     test = world_splits(world, probe.sizes, seed=0).test

@@ -164,3 +164,59 @@ def test_run_in_the_live_world_against_a_loopback_endpoint(tmp_path: Path) -> No
             *args[:-2], "--no-cache", "What is 3 + 3?", cwd=tmp_path, env={"AGENTBALANCE_API_KEY": "sk-wrong"}
         )
         one_error_line(wrong, "rejected the API key")
+
+
+def test_build_and_evaluate_in_the_live_world_with_a_task(tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "question": f"What is {i} - {i} + 4?", "answer": "4", "domain": "math"}) + "\n"
+            for i in range(20)
+        ),
+        encoding="utf-8",
+    )
+    env = {"AGENTBALANCE_API_KEY": "sk-loopback"}
+    with LoopbackServer(api_keys={"sk-loopback"}) as server:
+        live = ["--world", "live", "--base-url", server.base_url, "--cache-dir", str(tmp_path / "cache")]
+        task = ["--task", "jsonl", "--data", str(questions)]
+        done = agentbalance(
+            "build",
+            "--budget-tok",
+            "1",
+            *live,
+            *task,
+            "--train",
+            "8",
+            "--val",
+            "4",
+            "--test",
+            "4",
+            "--epochs",
+            "1",
+            "--out",
+            "run",
+            "--json",
+            cwd=tmp_path,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        assert result["n"] == 4 and result["perf"] == 1.0, "the loopback endpoint answers 4, the task scores it"
+        assert result["tok"] > 0 and len(server.requests) > 8
+        evaluated = agentbalance("evaluate", "--model", "run", *live, "--json", cwd=tmp_path, env=env)
+        assert evaluated.returncode == 0, evaluated.stderr
+        assert json.loads(evaluated.stdout)["perf"] == 1.0
+    one_error_line(
+        agentbalance(
+            "build",
+            "--budget-tok",
+            "1",
+            "--world",
+            "live",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            cwd=tmp_path,
+            env=env,
+        ),
+        "needs --task NAME",
+    )

@@ -6,6 +6,7 @@ modelled critical-path latency); it must stay its twin in behaviour, not a secon
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -68,3 +69,20 @@ def rollout(world: SyncWorld, roles: RoleSet, mas: MAS, query: Query) -> Outcome
         latency_s=finished_at[mas.decision],
         agents=len(mas),
     )
+
+
+def execute(
+    world: object,
+    roles: RoleSet,
+    pairs: Sequence[tuple[MAS, Query]],
+    grader: Callable[[Query, str | None], bool | None] | None = None,
+    concurrency: int = 32,
+) -> list[Outcome]:
+    """Run many (MAS, query) pairs: inline in a CPU-only world, else (live) through the async Runner,
+    all pairs concurrently under one limit and graded by `grader` (the task's scorer)."""
+    if hasattr(world, "answer"):
+        return [rollout(world, roles, mas, query) for mas, query in pairs]  # type: ignore[arg-type]
+    from agentbalance.runtime.runner import Runner
+
+    traces = Runner(world, roles, concurrency=concurrency, grader=grader).run_sync(list(pairs))  # type: ignore[arg-type]
+    return [Outcome(t.answer, bool(t.correct), t.cost_usd, t.latency_s, len(t.agents)) for t in traces]

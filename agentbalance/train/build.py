@@ -23,9 +23,11 @@ from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.pooling import build_pools
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
-from agentbalance.train.data import Splits, world_splits
+from agentbalance.tasks.base import Task
+from agentbalance.tasks.registry import load_task
+from agentbalance.train.data import Splits, task_splits, world_splits
 from agentbalance.train.reinforce import Budget, TrainConfig, Trainer, TrainResult, evaluation_json
-from agentbalance.worlds import open_world
+from agentbalance.worlds import LiveOptions, open_world
 
 CHECKPOINT_VERSION = 1
 
@@ -42,6 +44,10 @@ class BuildSpec:
     train: TrainConfig = field(default_factory=TrainConfig)
     controller: ControllerConfig = field(default_factory=ControllerConfig)
     pools: int | None = None
+    task: str | None = None  # take the questions from a task (its loader and scorer) instead of the world's
+    data: str | None = None
+    limit: int | None = None
+    live: LiveOptions | None = None
 
 
 @dataclass
@@ -61,16 +67,34 @@ def embed_queries(encoder: TextEncoder, queries: list[Query]) -> dict[str, torch
     return {q.id: torch.from_numpy(v.copy()) for q, v in zip(queries, vectors, strict=True)}
 
 
-def resolve_world(spec: BuildSpec) -> tuple[Any, Catalog, RoleSet]:
-    """The world, the catalog the pools are built from, and the role library."""
+def resolve_world(spec: BuildSpec) -> tuple[Any, Catalog, RoleSet, Task | None]:
+    """The world, the catalog the pools are built from, the role library, and the task if one is named."""
+    task = load_task(spec.task, spec.data, spec.limit, spec.train.seed) if spec.task else None
+    live = spec.live or LiveOptions()
+    if task is not None:
+        live = dataclasses.replace(live, parse=task.parse)
     catalog = Catalog.load(spec.catalog) if spec.catalog else None
-    world = open_world(spec.world, catalog, seed=spec.train.seed)
-    if not hasattr(world, "answer"):
-        raise AgentBalanceError(f"training needs a simulated or replay world, not {spec.world!r}")
+    world = open_world(spec.world, catalog, seed=spec.train.seed, live=live)
+    if not hasattr(world, "answer") and task is None:
+        raise AgentBalanceError(
+            f"training in the {spec.world!r} world needs --task NAME: its scorer grades the answers"
+        )
     calibrated = getattr(world, "calibrated_catalog", None)
     pooling_catalog = calibrated() if callable(calibrated) else world.catalog
-    roles_name = spec.roles or getattr(world, "default_roles", None) or "mixed"
-    return world, pooling_catalog, RoleSet.load(roles_name)
+    default_roles = getattr(world, "default_roles", None) or (task_roles(task) if task else "mixed")
+    return world, pooling_catalog, RoleSet.load(spec.roles or default_roles), task
+
+
+def task_roles(task: Task) -> str:
+    """The shipped role library of a task's domain."""
+    return task.domain if task.domain in ("general", "math", "code") else "mixed"
+
+
+def spec_splits(spec: BuildSpec, world: Any, task: Task | None) -> Splits:
+    """The task's items split by hash when a task is named, else the world's own fixed splits."""
+    if task is not None:
+        return task_splits(list(task.items()), spec.sizes, spec.train.seed)
+    return world_splits(world, spec.sizes, seed=spec.train.seed)
 
 
 def build(
@@ -82,15 +106,15 @@ def build(
     torch.manual_seed(spec.train.seed)
     started = time.perf_counter()
     on_stage("loading the world and building pools")
-    world, pooling_catalog, roles = resolve_world(spec)
+    world, pooling_catalog, roles, task = resolve_world(spec)
     pools = build_pools(pooling_catalog, k=spec.pools, seed=spec.train.seed)
     encoder = TextEncoder()
     context = ControllerContext.build(world.catalog, pools, roles, encoder)
-    splits = world_splits(world, spec.sizes, seed=spec.train.seed)
+    splits = spec_splits(spec, world, task)
     on_stage("embedding the questions")
     embeddings = embed_queries(encoder, splits.train + splits.val + splits.test)
     controller = Controller(context, spec.controller)
-    trainer = Trainer(controller, world, roles, embeddings, spec.budget, spec.train)
+    trainer = Trainer(controller, world, roles, embeddings, spec.budget, spec.train, task.score if task else None)
     on_stage("pretraining the difficulty estimator")
     trainer.pretrain_difficulty(splits.train)
     on_stage("training")
@@ -123,6 +147,7 @@ def save_run(
             "controller": dataclasses.asdict(controller.config),  # delta as calibrated on validation
             "train": dataclasses.asdict(spec.train),
             "sizes": list(spec.sizes),
+            "task": {"name": spec.task, "data": spec.data, "limit": spec.limit} if spec.task else None,
             "lambdas": result.lambdas,
         }
         metrics = {
@@ -151,16 +176,14 @@ def _atomic_write(path: Path, data: bytes) -> None:
     temporary.replace(path)
 
 
-def load_controller(
-    folder: Path, catalog: Catalog | None = None, roles: RoleSet | None = None, encoder: TextEncoder | None = None
-) -> tuple[Controller, dict[str, Any]]:
-    """A saved controller, over the saved catalog or another one (inductive use: its pools are rebuilt)."""
+def read_run_config(folder: Path) -> dict[str, Any]:
+    """The config.json of a run folder, checked for its version."""
     config_path = folder / "config.json"
     if not config_path.is_file():
         raise AgentBalanceError(f"{folder} is not a run folder of `agentbalance build` (no config.json)")
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise AgentBalanceError(f"{config_path}: unreadable run configuration: {error}") from None
     if not isinstance(config, dict) or config.get("version") != CHECKPOINT_VERSION:
         found = config.get("version") if isinstance(config, dict) else None
@@ -168,6 +191,14 @@ def load_controller(
             f"{folder}: checkpoint version {found!r} is not supported by this agentbalance "
             f"(expects {CHECKPOINT_VERSION}); rebuild it with `agentbalance build`"
         )
+    return config
+
+
+def load_controller(
+    folder: Path, catalog: Catalog | None = None, roles: RoleSet | None = None, encoder: TextEncoder | None = None
+) -> tuple[Controller, dict[str, Any]]:
+    """A saved controller, over the saved catalog or another one (inductive use: its pools are rebuilt)."""
+    config = read_run_config(folder)
     roles = roles or RoleSet.load(config["roles"])
     if list(roles.names) != config["role_names"]:
         raise AgentBalanceError(

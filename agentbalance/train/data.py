@@ -50,3 +50,22 @@ def world_splits(world: object, sizes: tuple[int, int, int], seed: int, domains:
             for name, size in zip(("train", "val", "test"), sizes, strict=True)
         )
     )
+
+
+SPLIT_FRACTIONS = (0.6, 0.2, 0.2)
+
+
+def task_splits(queries: Sequence[Query], sizes: tuple[int, int, int], seed: int) -> Splits:
+    """Split a task's items 60/20/20 by a hash of (seed, id), then take the first N of each split:
+    a pure function of the items and the seed, so every command sees the same test questions."""
+    import hashlib
+
+    ranked = sorted(queries, key=lambda q: hashlib.sha256(f"{seed}:{q.id}".encode()).hexdigest())
+    cut_train = round(len(ranked) * SPLIT_FRACTIONS[0])
+    cut_val = cut_train + round(len(ranked) * SPLIT_FRACTIONS[1])
+    parts = (ranked[:cut_train], ranked[cut_train:cut_val], ranked[cut_val:])
+    splits = Splits(*(list(part[:size]) for part, size in zip(parts, sizes, strict=True)))
+    for name in ("train", "val", "test"):
+        if not splits.get(name):
+            raise AgentBalanceError(f"the task has too few items for a {name} split ({len(queries)} items in all)")
+    return splits

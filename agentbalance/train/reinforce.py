@@ -22,7 +22,7 @@ from agentbalance.policy.controller import CONDITION_DIM, Controller
 from agentbalance.policy.difficulty import pretrain_difficulty
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
-from agentbalance.runtime.rollout import Outcome, SyncWorld, rollout
+from agentbalance.runtime.rollout import Outcome, SyncWorld, execute
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,9 @@ class Trainer:
         embeddings: dict[str, torch.Tensor],
         budget: Budget,
         config: TrainConfig | None = None,
+        grader: Callable[[Query, str | None], bool | None] | None = None,
     ) -> None:
+        self.grader = grader  # the task's scorer, for worlds that do not grade (live)
         self.controller = controller
         self.world = world
         self.roles = roles
@@ -146,13 +148,12 @@ class Trainer:
         """Label each training item by the fraction of the pool backbones that solve it alone."""
         decision = self.roles.decision
         names = self.controller.context.backbone_names
-        rates = []
-        for query in queries:
-            solved = 0
-            for name in names:
-                single = MAS.trusted([Agent(id="d", role=decision.name, backbone=name)], [], "d", order=["d"])
-                solved += rollout(self.world, self.roles, single, query).correct
-            rates.append(solved / len(names))
+        singles = [MAS.trusted([Agent(id="d", role=decision.name, backbone=n)], [], "d", order=["d"]) for n in names]
+        outcomes = self.execute([(single, query) for query in queries for single in singles])
+        rates = [
+            sum(o.correct for o in outcomes[i * len(names) : (i + 1) * len(names)]) / len(names)
+            for i in range(len(queries))
+        ]
         embeddings = self._embed(queries)
         return pretrain_difficulty(
             self.controller.difficulty, embeddings, torch.tensor(rates, dtype=torch.float32), self.config.pretrain_steps
@@ -271,12 +272,9 @@ class Trainer:
         condition = budget_condition(self.budget, len(embeddings))
         step = self.controller(embeddings, condition, mode="sample")
         lambda_tok, lambda_lat = self.lambdas()
-        rewards = []
-        for index, mas in enumerate(self.controller.to_masses(step.decisions)):
-            outcome = rollout(self.world, self.roles, mas, batch[index // samples])
-            rewards.append(
-                float(outcome.correct) - lambda_tok * 100 * outcome.cost_usd - lambda_lat * outcome.latency_s
-            )
+        masses = self.controller.to_masses(step.decisions)
+        outcomes = self.execute([(mas, batch[index // samples]) for index, mas in enumerate(masses)])
+        rewards = [float(o.correct) - lambda_tok * 100 * o.cost_usd - lambda_lat * o.latency_s for o in outcomes]
         reward = torch.tensor(rewards).view(len(batch), samples)
         advantage = (reward - reward.mean(dim=1, keepdim=True)).view(-1)
         advantage = advantage / (advantage.std() + 1e-6)  # scale-free steps whatever the lambdas
@@ -295,15 +293,25 @@ class Trainer:
 
     def evaluate(self, queries: Sequence[Query]) -> Evaluation:
         return evaluate_policy(
-            self.controller, self.world, self.roles, self.embeddings, queries, self.budget, self.config.confidence_z
+            self.controller,
+            self.world,
+            self.roles,
+            self.embeddings,
+            queries,
+            self.budget,
+            self.config.confidence_z,
+            self.grader,
         )
+
+    def execute(self, pairs: Sequence[tuple[MAS, Query]]) -> list[Outcome]:
+        return execute(self.world, self.roles, pairs, self.grader)
 
     def cheapest(self, queries: Sequence[Query]) -> Evaluation:
         """The cheapest point reachable: the decision agent alone on the cheapest pool's cheapest backbone."""
         ctx = self.controller.context
         cheapest = ctx.backbone_names[int(torch.argmin(ctx.backbone_tok_cost))]
         single = MAS.trusted([Agent(id="d", role=self.roles.decision.name, backbone=cheapest)], [], "d", order=["d"])
-        outcomes = [rollout(self.world, self.roles, single, q) for q in queries]
+        outcomes = self.execute([(single, q) for q in queries])
         return summarise([single] * len(queries), outcomes, self.config.confidence_z)
 
     def _embed(self, queries: Sequence[Query]) -> torch.Tensor:
@@ -318,11 +326,12 @@ def evaluate_policy(
     queries: Sequence[Query],
     budget: Budget,
     z: float = 1.64,
+    grader: Callable[[Query, str | None], bool | None] | None = None,
 ) -> Evaluation:
     """Greedy construction for each query, executed in the world, summarised."""
     stacked = torch.stack([embeddings[q.id] for q in queries])
     masses = controller.construct(stacked, budget_condition(budget, len(queries)), [q.id for q in queries])
-    outcomes = [rollout(world, roles, mas, q) for mas, q in zip(masses, queries, strict=True)]
+    outcomes = execute(world, roles, list(zip(masses, queries, strict=True)), grader)
     return summarise(masses, outcomes, z)
 
 
