@@ -462,6 +462,18 @@ def build(
             f"Lat {cheapest.lat:.1f} s (one agent on the cheapest backbone, Perf {100 * cheapest.perf:.1f}%)",
             highlight=False,
         )
+    quality = result.difficulty
+    if quality.get("spearman") is not None:
+        domains = ", ".join(
+            f"{name} {row['spearman']:.2f}"
+            for name, row in quality["per_domain"].items()
+            if row["spearman"] is not None
+        )
+        console.print(
+            f"difficulty estimator on test: rank correlation {quality['spearman']:.2f} with the true difficulty"
+            + (f" (per domain: {domains})" if domains else ""),
+            highlight=False,
+        )
     import torch
 
     examples = built.trainer.controller.construct(

@@ -83,3 +83,9 @@ def test_an_unreachable_budget_is_reported_with_the_cheapest_point(tmp_path: Pat
 def test_budgets_must_be_positive() -> None:
     with pytest.raises(AgentBalanceError, match="--budget-tok must be a positive number"):
         Budget(tok=0)
+
+
+def test_the_difficulty_estimator_is_reported_overall_and_per_domain(built) -> None:
+    quality = built.result.difficulty
+    assert quality["n"] == 30 and set(quality["per_domain"]) == {"general", "math", "code"}
+    assert quality["spearman"] is None or -1 <= quality["spearman"] <= 1

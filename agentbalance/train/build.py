@@ -155,6 +155,7 @@ def save_run(
             "val": evaluation_json(result.val),
             "test": evaluation_json(result.test),
             "cheapest": evaluation_json(result.cheapest),
+            "difficulty_estimator_test": result.difficulty,
             "history": result.history,
             "seconds": round(seconds, 1),
         }

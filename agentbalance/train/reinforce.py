@@ -94,6 +94,7 @@ class TrainResult:
     history: list[dict[str, float]]
     lambdas: dict[str, float]
     cheapest: Evaluation
+    difficulty: dict[str, object] = field(default_factory=dict)  # rank correlation on the test split
 
 
 def budget_condition(budget: Budget, batch: int) -> torch.Tensor:
@@ -144,20 +145,35 @@ class Trainer:
 
     # ---- stages
 
-    def pretrain_difficulty(self, queries: Sequence[Query]) -> float:
-        """Label each training item by the fraction of the pool backbones that solve it alone."""
+    def solve_rates(self, queries: Sequence[Query]) -> list[float]:
+        """The fraction of the pool backbones that solve each item alone (gold is used: training and
+        reporting only, never at inference)."""
         decision = self.roles.decision
         names = self.controller.context.backbone_names
         singles = [MAS.trusted([Agent(id="d", role=decision.name, backbone=n)], [], "d", order=["d"]) for n in names]
         outcomes = self.execute([(single, query) for query in queries for single in singles])
-        rates = [
+        return [
             sum(o.correct for o in outcomes[i * len(names) : (i + 1) * len(names)]) / len(names)
             for i in range(len(queries))
         ]
-        embeddings = self._embed(queries)
-        return pretrain_difficulty(
-            self.controller.difficulty, embeddings, torch.tensor(rates, dtype=torch.float32), self.config.pretrain_steps
-        )
+
+    def pretrain_difficulty(self, queries: Sequence[Query]) -> float:
+        """Label each training item by the fraction of the pool backbones that solve it alone."""
+        rates = torch.tensor(self.solve_rates(queries), dtype=torch.float32)
+        return pretrain_difficulty(self.controller.difficulty, self._embed(queries), rates, self.config.pretrain_steps)
+
+    def difficulty_quality(self, queries: Sequence[Query]) -> dict[str, object]:
+        """Spearman rank correlation of the estimated difficulty with the true one (1 - solve rate),
+        overall and per domain label (the domain is used for this report only)."""
+        with torch.no_grad():
+            predicted = self.controller.difficulty(self._embed(queries)).numpy()
+        truth = 1.0 - np.array(self.solve_rates(queries))
+        domains = sorted({q.domain or "unlabelled" for q in queries})
+        per_domain = {}
+        for domain in domains:
+            rows = np.array([(q.domain or "unlabelled") == domain for q in queries])
+            per_domain[domain] = {"n": int(rows.sum()), "spearman": _spearman(predicted[rows], truth[rows])}
+        return {"n": len(queries), "spearman": _spearman(predicted, truth), "per_domain": per_domain}
 
     def train(
         self,
@@ -213,6 +229,7 @@ class Trainer:
             history=history,
             lambdas={"tok": lambda_tok, "lat": lambda_lat},
             cheapest=self.cheapest(val),
+            difficulty=self.difficulty_quality(test),
         )
 
     def calibrate_delta(self, val: Sequence[Query], current: Evaluation) -> tuple[bool, Evaluation]:
@@ -357,6 +374,15 @@ def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> E
         depths=_counts(str(mas.depth()) for mas in masses),
         backbones=dict(backbones.most_common()),
     )
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Rank correlation (average ranks for ties); None when either side is constant or too short."""
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    import pandas as pd
+
+    return float(pd.Series(a).rank().corr(pd.Series(b).rank()))
 
 
 def _counts(values: object) -> dict[str, int]:
