@@ -220,3 +220,49 @@ def test_build_and_evaluate_in_the_live_world_with_a_task(tmp_path: Path) -> Non
         ),
         "needs --task NAME",
     )
+
+
+def test_record_from_a_live_endpoint_measures_latency_and_is_replayable(tmp_path: Path) -> None:
+    catalog = tmp_path / "two.yaml"
+    catalog.write_text(
+        "backbones:\n"
+        "  - {name: small, family: t, reasoning: false, params_active_b: 2, price_in: 0.1, price_out: 0.2,"
+        " scores: {math: 50}}\n"
+        "  - {name: large, family: t, reasoning: true, params_active_b: 30, price_in: 1.0, price_out: 4.0,"
+        " scores: {math: 90}, request: {enable_thinking: true}}\n",
+        encoding="utf-8",
+    )
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "question": f"What is {i} + 4 - {i}?", "answer": "4"}) + "\n" for i in range(3)
+        ),
+        encoding="utf-8",
+    )
+    with LoopbackServer(api_keys={"sk-loopback"}) as server:
+        done = agentbalance(
+            "record",
+            "--world",
+            "live",
+            "--base-url",
+            server.base_url,
+            "--task",
+            "jsonl",
+            "--data",
+            str(questions),
+            "--catalog",
+            str(catalog),
+            "--out",
+            "world",
+            "--no-cache",
+            cwd=tmp_path,
+            env={"AGENTBALANCE_API_KEY": "sk-loopback"},
+        )
+        assert done.returncode == 0, done.stderr
+        assert len(server.requests) == 6
+        assert any(r.body.get("enable_thinking") is True for r in server.requests if r.model == "large")
+    import pandas as pd
+
+    outcomes = pd.read_csv(tmp_path / "world" / "outcomes.csv.gz")
+    assert len(outcomes) == 6 and (outcomes["latency_s"] > 0).all() and (outcomes["correct"] == 1).all()
+    assert "sk-loopback" not in (tmp_path / "world" / "models.yaml").read_text()
