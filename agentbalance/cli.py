@@ -305,7 +305,9 @@ def _controller_plans(model: Path, world: World, roles: str | None, queries: lis
     library = RoleSet.load(roles) if roles is not None else None
     calibrated = getattr(world, "calibrated_catalog", None)
     controller, config = load_controller(model, calibrated() if callable(calibrated) else world.catalog, library)
-    library = library or RoleSet.load(config["roles"])
+    from agentbalance.train.build import run_roles
+
+    library = library or run_roles(model, config)
     condition = budget_condition(Budget(**config["budget"]), len(queries))
     import torch
 
@@ -512,6 +514,7 @@ def evaluate(
         load_controller,
         read_run_config,
         resolve_world,
+        run_roles,
         spec_splits,
     )
     from agentbalance.train.reinforce import Budget, TrainConfig, evaluate_policy
@@ -532,7 +535,7 @@ def evaluate(
     splits = spec_splits(dataclasses.replace(spec, sizes=tuple(config["sizes"])), world, loaded_task)
     queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
     budget = Budget(**config["budget"])
-    roles = RoleSet.load(config["roles"])
+    roles = run_roles(model, config)
     grader = loaded_task.score if loaded_task else None
     result = evaluate_policy(controller, world, roles, embed_queries(encoder, queries), queries, budget, grader=grader)
     feasible = result.meets(budget, upper=False)

@@ -89,3 +89,16 @@ def test_the_difficulty_estimator_is_reported_overall_and_per_domain(built) -> N
     quality = built.result.difficulty
     assert quality["n"] == 30 and set(quality["per_domain"]) == {"general", "math", "code"}
     assert quality["spearman"] is None or -1 <= quality["spearman"] <= 1
+
+
+def test_a_run_folder_works_after_it_is_moved_away_from_the_role_files(built, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    moved = tmp_path / "moved-run"
+    shutil.copytree(built.out, moved)
+    config = json.loads((moved / "config.json").read_text())
+    config["roles"] = "/nowhere/roles.yaml"  # the library travels inside config.json
+    (moved / "config.json").write_text(json.dumps(config))
+    controller, _ = load_controller(moved)
+    assert controller.context.role_names == built.controller.context.role_names

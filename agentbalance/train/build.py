@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
@@ -22,7 +23,7 @@ from agentbalance.policy.context import ControllerContext
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.pooling import build_pools
 from agentbalance.query import Query
-from agentbalance.roles import RoleSet
+from agentbalance.roles import Role, RoleSet
 from agentbalance.tasks.base import Task
 from agentbalance.tasks.registry import load_task
 from agentbalance.train.data import Splits, task_splits, world_splits
@@ -141,6 +142,8 @@ def save_run(
             "catalog": spec.catalog,
             "roles": roles.source,
             "role_names": list(roles.names),
+            # the library itself, so the run folder works on another machine or after the file changed
+            "role_library": {"domain": roles.domain, "roles": [role.model_dump(mode="json") for role in roles]},
             "pools": pools,
             "pool_count": len(pools),
             "budget": dataclasses.asdict(spec.budget),
@@ -195,20 +198,34 @@ def read_run_config(folder: Path) -> dict[str, Any]:
     return config
 
 
+def run_roles(folder: Path, config: dict[str, Any]) -> RoleSet:
+    """The role library a run was trained with, as saved in its config.json."""
+    library = config.get("role_library")
+    if not isinstance(library, dict):
+        return RoleSet.load(config["roles"])
+    try:
+        roles = [Role.model_validate(role) for role in library["roles"]]
+    except (KeyError, TypeError, ValidationError) as error:
+        raise AgentBalanceError(f"{folder / 'config.json'}: the saved role library is damaged: {error}") from None
+    return RoleSet(roles, library.get("domain"), source=str(folder / "config.json"))
+
+
 def load_controller(
     folder: Path, catalog: Catalog | None = None, roles: RoleSet | None = None, encoder: TextEncoder | None = None
 ) -> tuple[Controller, dict[str, Any]]:
     """A saved controller, over the saved catalog or another one (inductive use: its pools are rebuilt)."""
     config = read_run_config(folder)
-    roles = roles or RoleSet.load(config["roles"])
+    roles = roles or run_roles(folder, config)
     if list(roles.names) != config["role_names"]:
         raise AgentBalanceError(
             f"{folder}: the controller was trained on roles {config['role_names']}, not {list(roles.names)}"
         )
     if catalog is None:
-        world = open_world(config["world"], Catalog.load(config["catalog"]) if config["catalog"] else None)
-        calibrated = getattr(world, "calibrated_catalog", None)
-        catalog = calibrated() if callable(calibrated) else world.catalog
+        saved_catalog = Catalog.load(config["catalog"]) if config["catalog"] else None
+        if str(config["world"]).startswith("replay:"):  # its pools come from the recording's accuracies
+            catalog = open_world(config["world"], saved_catalog).calibrated_catalog()  # type: ignore[attr-defined]
+        else:
+            catalog = saved_catalog or Catalog.load()
     pools = build_pools(catalog, k=config["pool_count"], seed=config["train"]["seed"])
     context = ControllerContext.build(catalog, pools, roles, encoder or TextEncoder())
     controller = Controller(context, ControllerConfig(**config["controller"]))
