@@ -365,6 +365,9 @@ def build(
     val: Annotated[int, typer.Option(min=2, help="Validation questions (budgets are met on them).")] = 200,
     test: Annotated[int, typer.Option(min=2, help="Test questions (the reported numbers).")] = 400,
     epochs: Annotated[int, typer.Option(min=1, help="Training epochs.")] = 25,
+    restarts: Annotated[
+        int, typer.Option(min=1, help="Independent training runs; the best on validation is kept.")
+    ] = 3,
     pools: Annotated[int | None, typer.Option(min=1, help="Number of pools (default 4).")] = None,
     lambda_tok: Annotated[float | None, typer.Option(min=0.0, help="Fix lambda_tok by hand (no targeting).")] = None,
     lambda_lat: Annotated[float | None, typer.Option(min=0.0, help="Fix lambda_lat by hand (no targeting).")] = None,
@@ -406,6 +409,7 @@ def build(
         data=str(data) if data else None,
         limit=limit,
         live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency),
+        restarts=restarts,
     )
     folder = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     console = Console(stderr=as_json)
@@ -420,7 +424,7 @@ def build(
         transient=False,
     ) as progress:
         stage = progress.add_task("preparing", total=None)
-        epochs_task = progress.add_task("epochs", total=epochs)
+        epochs_task = progress.add_task("epochs", total=epochs * restarts)
 
         def on_stage(text: str) -> None:
             progress.update(stage, description=text)

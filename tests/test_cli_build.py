@@ -12,7 +12,7 @@ import pytest
 
 from tests.loopback_server import LoopbackServer
 
-SMALL = ["--train", "24", "--val", "12", "--test", "12", "--epochs", "2"]
+SMALL = ["--train", "24", "--val", "12", "--test", "12", "--epochs", "2", "--restarts", "1"]
 
 
 def agentbalance(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -22,7 +22,7 @@ from agentbalance.worlds.simulated import SimulatedWorld
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory):
-    spec = BuildSpec(budget=Budget(tok=0.3, lat=30), sizes=(60, 30, 30), train=TrainConfig(epochs=3))
+    spec = BuildSpec(budget=Budget(tok=0.3, lat=30), sizes=(60, 30, 30), train=TrainConfig(epochs=3), restarts=2)
     return build(spec, tmp_path_factory.mktemp("run") / "run")
 
 
@@ -56,6 +56,7 @@ def test_constructions_do_not_change_when_the_gold_answers_are_shuffled(built) -
 
 def test_the_reported_test_split_meets_the_budget_or_says_it_does_not(built) -> None:
     result = built.result
+    assert len(result.history) == 3, "the kept run's own history (one of two restarts)"
     if result.feasible:
         assert result.val.tok_upper <= 0.3 and result.val.lat_upper <= 30
     assert result.cheapest.tok <= result.test.tok + 1e-12 or not result.feasible
@@ -73,7 +74,7 @@ def test_a_saved_controller_reloads_and_builds_the_same_mas(built) -> None:
 
 
 def test_an_unreachable_budget_is_reported_with_the_cheapest_point(tmp_path: Path) -> None:
-    spec = BuildSpec(budget=Budget(tok=1e-6), sizes=(24, 12, 12), train=TrainConfig(epochs=1))
+    spec = BuildSpec(budget=Budget(tok=1e-6), sizes=(24, 12, 12), train=TrainConfig(epochs=1), restarts=1)
     result = build(spec, tmp_path / "run").result
     assert not result.feasible
     assert result.cheapest.tok > 1e-6

@@ -49,6 +49,7 @@ class BuildSpec:
     data: str | None = None
     limit: int | None = None
     live: LiveOptions | None = None
+    restarts: int = 3  # independent training runs; the best on validation is kept
 
 
 @dataclass
@@ -114,12 +115,28 @@ def build(
     splits = spec_splits(spec, world, task)
     on_stage("embedding the questions")
     embeddings = embed_queries(encoder, splits.train + splits.val + splits.test)
-    controller = Controller(context, spec.controller)
-    trainer = Trainer(controller, world, roles, embeddings, spec.budget, spec.train, task.score if task else None)
-    on_stage("pretraining the difficulty estimator")
-    trainer.pretrain_difficulty(splits.train)
-    on_stage("training")
-    result = trainer.train(splits.train, splits.val, splits.test, on_epoch=on_epoch)
+    best: tuple[tuple[bool, float], Controller, Trainer, TrainResult] | None = None
+    for restart in range(spec.restarts):
+        # independent restarts, the best kept by validation only: REINFORCE here is high-variance
+        torch.manual_seed(spec.train.seed + 1000 * restart)
+        config = dataclasses.replace(spec.train, seed=spec.train.seed + restart)
+        controller = Controller(context, spec.controller)
+        trainer = Trainer(controller, world, roles, embeddings, spec.budget, config, task.score if task else None)
+        on_stage(f"pretraining the difficulty estimator (run {restart + 1} of {spec.restarts})")
+        trainer.pretrain_difficulty(splits.train)
+        on_stage(f"training (run {restart + 1} of {spec.restarts})")
+        offset = restart * spec.train.epochs
+
+        def report(epoch: int, record: dict[str, float], offset: int = offset) -> None:
+            if on_epoch is not None:
+                on_epoch(offset + epoch, record)
+
+        result = trainer.train(splits.train, splits.val, splits.test, on_epoch=report)
+        key = (result.feasible, result.val.perf if result.feasible else -result.val.excess(spec.budget))
+        if best is None or key > best[0]:
+            best = (key, controller, trainer, result)
+    assert best is not None
+    _, controller, trainer, result = best
     save_run(out, controller, spec, pools.pools, result, roles, time.perf_counter() - started)
     return Built(controller, trainer, result, splits, out)
 
