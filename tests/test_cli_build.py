@@ -193,6 +193,8 @@ def test_build_and_evaluate_in_the_live_world_with_a_task(tmp_path: Path) -> Non
             "4",
             "--epochs",
             "1",
+            "--restarts",
+            "1",
             "--out",
             "run",
             "--json",
