@@ -60,6 +60,9 @@ class Backbone(BaseModel):
     price_out: float = Field(ge=0, description="USD per 1M output tokens")
     decode_tps: float | None = Field(None, gt=0)
     ttft_s: float | None = Field(None, ge=0)
+    typical_completion_tokens: float | None = Field(
+        None, gt=0, description="measured typical completion length; replaces the assumed length and multiplier"
+    )
     scores: dict[str, float] = Field(default_factory=dict)
     source: str | None = None
     request: dict[str, Any] = Field(default_factory=dict, description="extra parameters of every live call")
@@ -122,6 +125,9 @@ class Backbone(BaseModel):
         return sum(self.scores[b] for b in benchmarks) / len(benchmarks)
 
     def completion_tokens(self, assumptions: CostAssumptions) -> float:
+        """Typical completion tokens of one call: the measured length when known, else the assumption."""
+        if self.typical_completion_tokens is not None:
+            return self.typical_completion_tokens
         multiplier = assumptions.reasoning_multiplier if self.reasoning else 1.0
         return assumptions.completion_tokens * multiplier
 

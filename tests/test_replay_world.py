@@ -631,3 +631,18 @@ def test_mmlu_pro_split_and_single_agents_replay_the_recording(shared_data: Path
             assert completion.correct is bool(row["correct"])
             assert completion.completion_tokens == row["completion_tokens"]
     assert world.questions[0].metadata["source"].startswith("ori_mmlu-")
+
+
+def test_calibration_uses_the_recorded_completion_lengths(mcq_world: ReplayWorld) -> None:
+    calibrated = mcq_world.calibrated_catalog()
+    for backbone in calibrated:
+        assert backbone.typical_completion_tokens == mcq_world.median_completion_tokens(backbone.name)
+        assert backbone.completion_tokens(calibrated.assumptions) == backbone.typical_completion_tokens
+
+
+def test_calibrated_gsm8k_keeps_the_terse_reasoning_model_on_the_front(shared_data: Path) -> None:
+    from agentbalance.pooling import build_pools
+
+    world = ReplayWorld.load(shared_data / "gsm8k-reasoning-dev")
+    calibrated = build_pools(world.calibrated_catalog())
+    assert "DeepSeek-R1-Distill-Qwen-32B" in calibrated.kept, "it writes 3.6x fewer tokens than QwQ-32B"

@@ -371,12 +371,27 @@ class ReplayWorld:
         return float(self._correct[rows, j].mean())
 
     def calibrated_catalog(self, split: str = "train") -> Catalog:
-        """The world's catalog with scores["replay"] = each backbone's accuracy (%) on `split`: a local Perf."""
+        """The world's catalog calibrated on `split` (the paper's small local calibration): scores["replay"]
+        = each backbone's recorded accuracy (%), and its typical completion length = its recorded median,
+        so TokCost and Lat reflect how much each backbone really writes (reasoning models differ 4x)."""
         backbones = [
-            b.model_copy(update={"scores": {**b.scores, "replay": 100 * self.accuracy(b.name, split)}})
+            b.model_copy(
+                update={
+                    "scores": {**b.scores, "replay": 100 * self.accuracy(b.name, split)},
+                    "typical_completion_tokens": self.median_completion_tokens(b.name, split),
+                }
+            )
             for b in self.catalog.backbones
         ]
         return Catalog(backbones, self.catalog.assumptions, source=self.catalog.source)
+
+    def median_completion_tokens(self, backbone: str, split: str = "train") -> float:
+        """The backbone's median recorded completion length on a split (at least 1 token)."""
+        j = self._backbone_index(backbone)
+        rows = (self._split == self._split_code(split)) & self._present[:, j]
+        if not rows.any():
+            raise AgentBalanceError(f"{self.name}: backbone {backbone!r} has no recorded outcome on the {split} split")
+        return max(1.0, float(np.median(self._tokens[rows, j])))
 
     def with_catalog(self, catalog: Catalog) -> ReplayWorld:
         """The same recording priced and timed by another catalog (say, today's prices); a subset is fine.
