@@ -7,6 +7,7 @@ worlds and scorers.
 from __future__ import annotations
 
 import string
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +61,10 @@ def read_queries(path: str | Path, question_optional: bool = False) -> list[Quer
     A bad line is an error naming its line number; blank lines are skipped; ids must be unique.
     `question_optional`: a line may give only an id (a replay world then looks the question up).
     """
-    queries: list[Query] = []
-    first_line: dict[str, int] = {}
+    return unique_by_id(_numbered_queries(path, question_optional), path, "id", "query")
+
+
+def _numbered_queries(path: str | Path, question_optional: bool) -> Iterator[tuple[int, Query]]:
     for number, record in read_jsonl_objects(path, "query"):
         if isinstance(record.get("id"), int):
             record["id"] = str(record["id"])
@@ -70,17 +73,24 @@ def read_queries(path: str | Path, question_optional: bool = False) -> list[Quer
         if isinstance(record.get("answer"), int | float):
             record["answer"] = str(record["answer"])
         try:
-            query = Query.model_validate(record)
+            yield number, Query.model_validate(record)
         except ValidationError as error:
             problem = error.errors()[0]
             field_name = ".".join(str(part) for part in problem["loc"]) or "(line)"
             raise AgentBalanceError(f"{path}: line {number}: field {field_name}: {problem['msg']}") from None
+
+
+def unique_by_id(numbered: Iterable[tuple[int, Query]], path: str | Path, id_name: str, noun: str) -> list[Query]:
+    """Queries in file order; a repeated id names both lines, and a file without any is an error."""
+    queries: list[Query] = []
+    first_line: dict[str, int] = {}
+    for number, query in numbered:
         if query.id in first_line:
             raise AgentBalanceError(
-                f"{path}: line {number}: duplicate id {query.id!r} (first on line {first_line[query.id]})"
+                f"{path}: line {number}: duplicate {id_name} {query.id!r} (first on line {first_line[query.id]})"
             )
         first_line[query.id] = number
         queries.append(query)
     if not queries:
-        raise AgentBalanceError(f"{path}: no query in the file")
+        raise AgentBalanceError(f"{path}: no {noun} in the file")
     return queries

@@ -6,7 +6,7 @@ It must never import worlds (worlds import this), and never read a world's outco
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from agentbalance.errors import AgentBalanceError, describe_validation_error
 from agentbalance.files import read_jsonl_objects
-from agentbalance.query import Query
+from agentbalance.query import Query, unique_by_id
 from agentbalance.tasks.formats import EXACT, MCQ, NUMBER, PROGRAM, AnswerFormat, multiple_choice
 from agentbalance.tasks.list_task import ListTask
 
@@ -33,8 +33,10 @@ def load_replay_questions(path: str | Path) -> list[Query]:
 
 def read_replay_questions(path: Path) -> list[Query]:
     """questions.jsonl -> Queries in file order; unknown keys and duplicate ids are errors naming the line."""
-    queries: list[Query] = []
-    first_line: dict[str, int] = {}
+    return unique_by_id(_numbered_questions(path), path, "question id", "question")
+
+
+def _numbered_questions(path: Path) -> Iterator[tuple[int, Query]]:
     for number, raw in read_jsonl_objects(path, "replay questions"):
         where = f"{path}: line {number}"
         unknown = sorted(set(raw) - QUESTION_KEYS)
@@ -57,15 +59,7 @@ def read_replay_questions(path: Path) -> list[Query]:
             )
         except ValidationError as error:
             raise AgentBalanceError(describe_validation_error(error, where)) from None
-        if query.id in first_line:
-            raise AgentBalanceError(
-                f"{where}: duplicate question id {query.id!r} (first on line {first_line[query.id]})"
-            )
-        first_line[query.id] = number
-        queries.append(query)
-    if not queries:
-        raise AgentBalanceError(f"{path}: no questions")
-    return queries
+        yield number, query
 
 
 def replay_task(name: str, queries: Sequence[Query]) -> ListTask:
