@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -29,6 +29,9 @@ from agentbalance.runtime.trace import Trace
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import WORLD_HELP, LiveOptions, open_world
 from agentbalance.worlds.base import World
+
+if TYPE_CHECKING:
+    from agentbalance.train.budgets import Budget
 
 app = typer.Typer(
     name="agentbalance",
@@ -55,6 +58,12 @@ CacheDirOption = Annotated[Path | None, typer.Option(help="Live world response c
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Live world: do not read or write the cache.")]
 TimeoutOption = Annotated[float, typer.Option(help="Live world: seconds per call before it is retried.")]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="LLM calls in flight at once.")]
+ServeBudgetTokOption = Annotated[
+    float | None, typer.Option("--budget-tok", help="A --budget-conditioned model: serve this Tok budget.")
+]
+ServeBudgetLatOption = Annotated[
+    float | None, typer.Option("--budget-lat", help="A --budget-conditioned model: serve this Lat budget.")
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -239,6 +248,8 @@ def run(
     timeout: Annotated[float, typer.Option(help="Live world: seconds per call before it is retried.")] = 60.0,
     max_usd: Annotated[float | None, typer.Option(help="Hard per-query USD cap (> 0).")] = None,
     max_seconds: Annotated[float | None, typer.Option(help="Hard per-query seconds cap (> 0).")] = None,
+    budget_tok: ServeBudgetTokOption = None,
+    budget_lat: ServeBudgetLatOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query, a line each (JSONL).")] = False,
 ) -> None:
     """Execute a MAS on one query or a JSONL file of queries; print answer, cost, latency per agent."""
@@ -256,9 +267,11 @@ def run(
     default_roles = roles or (task_roles(loaded_task) if loaded_task else None)
     if model is not None:
         queries = _queries_for(question, input_path, world, loaded_task)
-        library, plans = _controller_plans(model, world, default_roles, queries)
+        library, plans = _controller_plans(model, world, default_roles, queries, _serve_budget(budget_tok, budget_lat))
     else:
         assert mas_path is not None
+        if budget_tok is not None or budget_lat is not None:
+            raise AgentBalanceError("--budget-tok/--budget-lat choose the budget of a --model; a --mas is fixed")
         mas = MAS.load(mas_path)  # checked before anything else is read: a bad MAS is the first error
         library = _roles_for(mas, default_roles, world)
         mas.check_against(world.catalog, library, source=str(mas_path))
@@ -297,10 +310,19 @@ def run(
         )
 
 
-def _controller_plans(model: Path, world: World, roles: str | None, queries: list[Query]) -> tuple[RoleSet, list[MAS]]:
+def _serve_budget(tok: float | None, lat: float | None) -> Budget | None:
+    """The budget a user asks a budget-conditioned model for (None: the one it was built for)."""
+    from agentbalance.train.budgets import Budget
+
+    return Budget(tok, lat) if tok is not None or lat is not None else None
+
+
+def _controller_plans(
+    model: Path, world: World, roles: str | None, queries: list[Query], budget: Budget | None
+) -> tuple[RoleSet, list[MAS]]:
     """Load a trained controller over the world's catalog and construct one MAS per query."""
-    from agentbalance.train.build import load_controller
-    from agentbalance.train.reinforce import Budget, budget_condition
+    from agentbalance.train.budgets import budget_condition
+    from agentbalance.train.build import load_controller, serving_budget
 
     library = RoleSet.load(roles) if roles is not None else None
     calibrated = getattr(world, "calibrated_catalog", None)
@@ -308,19 +330,39 @@ def _controller_plans(model: Path, world: World, roles: str | None, queries: lis
     from agentbalance.train.build import run_roles
 
     library = library or run_roles(model, config)
-    condition = budget_condition(Budget(**config["budget"]), len(queries))
+    served, delta = serving_budget(config, budget)
     import torch
 
     from agentbalance.encoders import TextEncoder
 
     embeddings = torch.from_numpy(TextEncoder().encode([q.render() for q in queries]).copy())
-    return library, controller.construct(embeddings, condition, [q.id for q in queries])
+    condition = budget_condition(served, len(queries))
+    return library, controller.construct(embeddings, condition, [q.id for q in queries], delta=delta)
 
 
 def _print_mas(console: Console, mas: MAS, title: str) -> None:
     agents = ", ".join(f"{a.id}={a.role}@{a.backbone}" for a in mas.agents)
     edges = ", ".join(f"{a}->{b}" for a, b in mas.edges) or "none"
     console.print(f"{title}: pool {mas.pool}; agents {agents}; edges {edges}; decision {mas.decision}", highlight=False)
+
+
+def _budget_points_table(points: list[dict[str, object]]) -> Table:
+    """One row per budget of a budget-conditioned controller's grid: what it achieves on test."""
+    table = Table(title="one controller, every budget of its range (test split)")
+    for column in ("budget Tok", "budget Lat", "met on val", "Perf", "Tok $/100q", "Lat s"):
+        table.add_column(column, justify="right")
+    for point in points:
+        budget, test = point["budget"], point["test"]
+        assert isinstance(budget, dict) and isinstance(test, dict)
+        table.add_row(
+            f"{budget['tok']:.4g}" if budget["tok"] is not None else "-",
+            f"{budget['lat']:.4g}" if budget["lat"] is not None else "-",
+            "yes" if point["feasible"] else "no",
+            f"{100 * test['perf']:.1f}%",
+            f"{test['tok']:.4f}",
+            f"{test['lat']:.1f}",
+        )
+    return table
 
 
 def _evaluation_table(
@@ -373,6 +415,17 @@ def build(
     lambda_lat: Annotated[float | None, typer.Option(min=0.0, help="Fix lambda_lat by hand (no targeting).")] = None,
     delta: Annotated[float, typer.Option(help="Difficulty offset: > 0 pushes queries to costlier pools.")] = 0.0,
     max_pool: Annotated[int | None, typer.Option(min=0, help="Never select a pool above this one.")] = None,
+    budget_conditioned: Annotated[
+        bool,
+        typer.Option(
+            "--budget-conditioned",
+            help="Train one controller for every budget from B / --budget-ratio to B; choose it at inference.",
+        ),
+    ] = False,
+    budget_ratio: Annotated[
+        float, typer.Option(help="--budget-conditioned: loosest / tightest budget of the range.")
+    ] = 8.0,
+    budget_steps: Annotated[int, typer.Option(help="--budget-conditioned: budgets of the training grid.")] = 4,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     task: TaskOption = None,
     data: DataOption = None,
@@ -389,13 +442,15 @@ def build(
     from datetime import datetime
 
     from agentbalance.policy.controller import ControllerConfig
+    from agentbalance.train.budgets import Budget, BudgetRange
     from agentbalance.train.build import BuildSpec
     from agentbalance.train.build import build as run_build
-    from agentbalance.train.reinforce import Budget, TrainConfig
+    from agentbalance.train.reinforce import TrainConfig
 
     budget = Budget(budget_tok, budget_lat)
     if budget_tok is None and budget_lat is None and lambda_tok is None and lambda_lat is None:
         raise AgentBalanceError("give a budget (--budget-tok and/or --budget-lat) or fix --lambda-tok/--lambda-lat")
+    budget_range = BudgetRange(budget, budget_ratio, budget_steps) if budget_conditioned else None
     spec = BuildSpec(
         world=world_spec,
         catalog=str(catalog) if catalog else None,
@@ -410,6 +465,7 @@ def build(
         limit=limit,
         live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency),
         restarts=restarts,
+        budget_range=budget_range,
     )
     folder = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     console = Console(stderr=as_json)
@@ -459,6 +515,8 @@ def build(
             "what the controller achieves", [("val", result.val), ("test", result.test)], budget_tok, budget_lat
         )
     )
+    if result.points:
+        console.print(_budget_points_table(result.points))
     if result.feasible:
         console.print("budget met on validation (upper bound); test numbers above", highlight=False)
     else:
@@ -482,10 +540,14 @@ def build(
         )
     import torch
 
+    from agentbalance.train.budgets import budget_condition
+
+    shown = built.splits.test[:3]
     examples = built.trainer.controller.construct(
-        torch.stack([built.trainer.embeddings[q.id] for q in built.splits.test[:3]]),
-        None,
-        [q.id for q in built.splits.test[:3]],
+        torch.stack([built.trainer.embeddings[q.id] for q in shown]),
+        budget_condition(built.trainer.budget, len(shown)),
+        [q.id for q in shown],
+        delta=built.trainer.deltas[-1],
     )
     for mas in examples:
         _print_mas(console, mas, f"example {mas.query_id}")
@@ -508,6 +570,8 @@ def evaluate(
     no_cache: NoCacheOption = False,
     timeout: TimeoutOption = 60.0,
     concurrency: ConcurrencyOption = 16,
+    budget_tok: ServeBudgetTokOption = None,
+    budget_lat: ServeBudgetLatOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ) -> None:
     """Evaluate a trained controller on a world, including one whose catalog it never saw (inductive)."""
@@ -519,9 +583,10 @@ def evaluate(
         read_run_config,
         resolve_world,
         run_roles,
+        serving_budget,
         spec_splits,
     )
-    from agentbalance.train.reinforce import Budget, TrainConfig, evaluate_policy
+    from agentbalance.train.reinforce import TrainConfig, evaluate_policy
 
     saved_task = (read_run_config(model).get("task") or {}) if task is None else {}
     spec = BuildSpec(
@@ -538,10 +603,13 @@ def evaluate(
     controller, config = load_controller(model, pooling_catalog, None, encoder)
     splits = spec_splits(dataclasses.replace(spec, sizes=tuple(config["sizes"])), world, loaded_task)
     queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
-    budget = Budget(**config["budget"])
+    asked = _serve_budget(budget_tok, budget_lat)
+    served, delta = serving_budget(config, asked)
+    budget = asked or served
     roles = run_roles(model, config)
     grader = loaded_task.score if loaded_task else None
-    result = evaluate_policy(controller, world, roles, embed_queries(encoder, queries), queries, budget, grader=grader)
+    embeddings = embed_queries(encoder, queries)
+    result = evaluate_policy(controller, world, roles, embeddings, queries, served, grader=grader, delta=delta)
     feasible = result.meets(budget, upper=False)
     if as_json:
         payload = {
@@ -566,17 +634,20 @@ def export(
     model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
     query: Annotated[str, typer.Option(help="The query text.")],
     output_format: Annotated[str, typer.Option("--format", help="json | mermaid")] = "json",
+    budget_tok: ServeBudgetTokOption = None,
+    budget_lat: ServeBudgetLatOption = None,
 ) -> None:
     """Print the MAS the controller builds for one query, as JSON or a mermaid flowchart."""
     if output_format not in ("json", "mermaid"):
         raise AgentBalanceError(f"unknown --format {output_format!r}; use json or mermaid")
-    from agentbalance.train.build import load_controller
-    from agentbalance.train.reinforce import Budget, budget_condition
+    from agentbalance.train.budgets import budget_condition
+    from agentbalance.train.build import load_controller, serving_budget
 
     controller, config = load_controller(model)
+    served, delta = serving_budget(config, _serve_budget(budget_tok, budget_lat))
     from agentbalance.encoders import TextEncoder
 
-    (mas,) = controller.construct_texts([query], TextEncoder(), budget_condition(Budget(**config["budget"]), 1))
+    (mas,) = controller.construct_texts([query], TextEncoder(), budget_condition(served, 1), delta=delta)
     text = json.dumps(mas.to_json(), indent=2) if output_format == "json" else mas.to_mermaid()
     sys.stdout.write(text + "\n")
 

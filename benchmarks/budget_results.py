@@ -18,8 +18,9 @@ import numpy as np
 
 from agentbalance.mas import MAS, Agent
 from agentbalance.runtime.rollout import rollout
+from agentbalance.train.budgets import Budget
 from agentbalance.train.build import BuildSpec, build, resolve_world
-from agentbalance.train.reinforce import Budget, TrainConfig, evaluation_json
+from agentbalance.train.reinforce import TrainConfig, evaluation_json
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

@@ -28,3 +28,14 @@ def shared_data() -> Path:
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test writes to the user's real cache directory."""
     monkeypatch.setenv("AGENTBALANCE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(scope="session")
+def small_experiment(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - import kept lazy
+    """A small simulated-world Experiment (48 / 16 / 32 questions), shared by the evaluation tests."""
+    from agentbalance.experiment import Experiment
+    from agentbalance.train.build import BuildSpec
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENTBALANCE_CACHE_DIR", str(tmp_path_factory.mktemp("experiment-cache")))
+        return Experiment.open(BuildSpec(sizes=(48, 16, 32)))

@@ -15,8 +15,9 @@ from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import rollout
 from agentbalance.runtime.runner import Runner
+from agentbalance.train.budgets import Budget, budget_condition
 from agentbalance.train.build import BuildSpec, build, embed_queries, load_controller
-from agentbalance.train.reinforce import Budget, TrainConfig, budget_condition
+from agentbalance.train.reinforce import TrainConfig
 from agentbalance.worlds.simulated import SimulatedWorld
 
 

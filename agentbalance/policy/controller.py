@@ -92,14 +92,17 @@ class Controller(nn.Module):
         condition: torch.Tensor | None = None,
         mode: str = "sample",
         given: Decisions | None = None,
+        delta: float | None = None,
     ) -> Step:
-        """`mode`: "sample" (training), "greedy" (deployment) or "given" (score `given` decisions)."""
+        """`mode`: "sample" (training), "greedy" (deployment) or "given" (score `given` decisions);
+        `delta` overrides the configured difficulty offset (a budget-conditioned model's calibrated one)."""
         ctx, c = self.context, self.config
         batch = query_embeddings.shape[0]
         condition = condition if condition is not None else torch.zeros(batch, CONDITION_DIM)
         difficulty = self.difficulty(query_embeddings)
 
-        pool_log_probs = self.selection(difficulty, condition, delta=c.delta, max_pool=c.max_pool)
+        offset = c.delta if delta is None else delta
+        pool_log_probs = self.selection(difficulty, condition, delta=offset, max_pool=c.max_pool)
         pool = _choose(pool_log_probs, mode, given.pool if given else None)
         log_p_sel = pool_log_probs.gather(1, pool.unsqueeze(1)).squeeze(1)
 
@@ -154,18 +157,23 @@ class Controller(nn.Module):
         query_embeddings: torch.Tensor,
         condition: torch.Tensor | None = None,
         query_ids: Sequence[str | None] | None = None,
+        delta: float | None = None,
     ) -> list[MAS]:
         """Greedy deployment: the most likely MAS for each query of a batch."""
         with torch.no_grad():
-            step = self(query_embeddings, condition, mode="greedy")
+            step = self(query_embeddings, condition, mode="greedy", delta=delta)
         return self.to_masses(step.decisions, query_ids)
 
     def construct_texts(
-        self, texts: Sequence[str], encoder: TextEncoder, condition: torch.Tensor | None = None
+        self,
+        texts: Sequence[str],
+        encoder: TextEncoder,
+        condition: torch.Tensor | None = None,
+        delta: float | None = None,
     ) -> list[MAS]:
         """`construct` from query texts (question and choices as the agents will see them)."""
         embeddings = torch.from_numpy(encoder.encode(list(texts)).copy())
-        return self.construct(embeddings, condition)
+        return self.construct(embeddings, condition, delta=delta)
 
     def to_mas(self, decisions: Decisions, index: int, query_id: str | None = None) -> MAS:
         """The MAS of query `index` of a batch."""

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
+from agentbalance.experiment import Experiment
 from agentbalance.policy.context import ControllerContext
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.pooling import build_pools
@@ -26,8 +27,9 @@ from agentbalance.query import Query
 from agentbalance.roles import Role, RoleSet
 from agentbalance.tasks.base import Task
 from agentbalance.tasks.registry import load_task
+from agentbalance.train.budgets import Budget, BudgetRange
 from agentbalance.train.data import Splits, task_splits, world_splits
-from agentbalance.train.reinforce import Budget, TrainConfig, Trainer, TrainResult, evaluation_json
+from agentbalance.train.reinforce import TrainConfig, Trainer, TrainResult, evaluation_json
 from agentbalance.worlds import LiveOptions, open_world
 
 CHECKPOINT_VERSION = 1
@@ -50,6 +52,7 @@ class BuildSpec:
     limit: int | None = None
     live: LiveOptions | None = None
     restarts: int = 3  # independent training runs; the best on validation is kept
+    budget_range: BudgetRange | None = None  # budget-conditioned: one controller for every budget of the range
 
 
 @dataclass
@@ -102,26 +105,28 @@ def spec_splits(spec: BuildSpec, world: Any, task: Task | None) -> Splits:
 def build(
     spec: BuildSpec,
     out: Path,
+    roles: RoleSet | None = None,
     on_stage: Callable[[str], None] = lambda stage: None,
     on_epoch: Callable[[int, dict[str, float]], None] | None = None,
 ) -> Built:
     torch.manual_seed(spec.train.seed)
     started = time.perf_counter()
-    on_stage("loading the world and building pools")
-    world, pooling_catalog, roles, task = resolve_world(spec)
-    pools = build_pools(pooling_catalog, k=spec.pools, seed=spec.train.seed)
-    encoder = TextEncoder()
-    context = ControllerContext.build(world.catalog, pools, roles, encoder)
-    splits = spec_splits(spec, world, task)
-    on_stage("embedding the questions")
-    embeddings = embed_queries(encoder, splits.train + splits.val + splits.test)
+    experiment = Experiment.open(spec, roles, on_stage)
+    world, roles, splits, embeddings, task = (
+        experiment.world,
+        experiment.roles,
+        experiment.splits,
+        experiment.embeddings,
+        experiment.task,
+    )
     best: tuple[tuple[bool, float], Controller, Trainer, TrainResult] | None = None
     for restart in range(spec.restarts):
         # independent restarts, the best kept by validation only: REINFORCE here is high-variance
         torch.manual_seed(spec.train.seed + 1000 * restart)
         config = dataclasses.replace(spec.train, seed=spec.train.seed + restart)
-        controller = Controller(context, spec.controller)
-        trainer = Trainer(controller, world, roles, embeddings, spec.budget, config, task.score if task else None)
+        controller = Controller(experiment.context, spec.controller)
+        grader = task.score if task else None
+        trainer = Trainer(controller, world, roles, embeddings, spec.budget, config, grader, spec.budget_range)
         on_stage(f"pretraining the difficulty estimator (run {restart + 1} of {spec.restarts})")
         trainer.pretrain_difficulty(splits.train)
         on_stage(f"training (run {restart + 1} of {spec.restarts})")
@@ -132,13 +137,22 @@ def build(
                 on_epoch(offset + epoch, record)
 
         result = trainer.train(splits.train, splits.val, splits.test, on_epoch=report)
-        key = (result.feasible, result.val.perf if result.feasible else -result.val.excess(spec.budget))
+        key = _restart_key(result, trainer.budget)
         if best is None or key > best[0]:
             best = (key, controller, trainer, result)
     assert best is not None
     _, controller, trainer, result = best
-    save_run(out, controller, spec, pools.pools, result, roles, time.perf_counter() - started)
+    save_run(out, controller, spec, experiment.pools.pools, result, roles, time.perf_counter() - started)
     return Built(controller, trainer, result, splits, out)
+
+
+def _restart_key(result: TrainResult, budget: Budget) -> tuple[int, float]:
+    """Which restart to keep, on validation only: the most budgets met, then the best mean score."""
+    if not result.points:
+        return int(result.feasible), result.val.perf if result.feasible else -result.val.excess(budget)
+    met = [point for point in result.points if point["feasible"]]
+    perf = [point["val"]["perf"] for point in met]  # type: ignore[index]
+    return len(met), float(sum(perf) / len(perf)) if perf else 0.0  # type: ignore[arg-type]
 
 
 def save_run(
@@ -169,6 +183,7 @@ def save_run(
             "sizes": list(spec.sizes),
             "task": {"name": spec.task, "data": spec.data, "limit": spec.limit} if spec.task else None,
             "lambdas": result.lambdas,
+            "budget_range": result.budget_range.to_json() if result.budget_range is not None else None,
         }
         metrics = {
             "feasible": result.feasible,
@@ -176,6 +191,7 @@ def save_run(
             "test": evaluation_json(result.test),
             "cheapest": evaluation_json(result.cheapest),
             "difficulty_estimator_test": result.difficulty,
+            "budget_points": result.points,
             "history": result.history,
             "seconds": round(seconds, 1),
         }
@@ -225,6 +241,25 @@ def run_roles(folder: Path, config: dict[str, Any]) -> RoleSet:
     except (KeyError, TypeError, ValidationError) as error:
         raise AgentBalanceError(f"{folder / 'config.json'}: the saved role library is damaged: {error}") from None
     return RoleSet(roles, library.get("domain"), source=str(folder / "config.json"))
+
+
+def serving_budget(config: dict[str, Any], budget: Budget | None) -> tuple[Budget, float | None]:
+    """The condition budget and difficulty offset a saved controller builds with for the user's budget
+    (None: the budget it was built for). Only a budget-conditioned controller adapts to another budget."""
+    saved = config.get("budget_range")
+    trained = Budget(**config["budget"])
+    if saved is None:
+        if budget is not None and budget != trained:
+            raise AgentBalanceError(
+                f"this controller was trained for one budget ({trained.describe()}); to choose the budget at "
+                "inference, build it with --budget-conditioned"
+            )
+        return trained, None
+    try:
+        budget_range = BudgetRange.from_json(saved)
+    except (KeyError, TypeError, ValueError, AssertionError) as error:
+        raise AgentBalanceError(f"the run's budget range is damaged: {error}") from None
+    return budget_range.serve(budget)
 
 
 def load_controller(

@@ -16,26 +16,13 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
-from agentbalance.policy.controller import CONDITION_DIM, Controller
+from agentbalance.policy.controller import Controller
 from agentbalance.policy.difficulty import pretrain_difficulty
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import Outcome, SyncWorld, execute
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Expected cost limits: Tok in USD per 100 queries, Lat in seconds per query (None: no limit)."""
-
-    tok: float | None = None
-    lat: float | None = None
-
-    def __post_init__(self) -> None:
-        for name, value in (("budget-tok", self.tok), ("budget-lat", self.lat)):
-            if value is not None and not (value > 0 and math.isfinite(value)):
-                raise AgentBalanceError(f"--{name} must be a positive number, got {value}")
+from agentbalance.train.budgets import Budget, BudgetRange, budget_condition, conditions
 
 
 @dataclass(frozen=True)
@@ -95,17 +82,16 @@ class TrainResult:
     lambdas: dict[str, float]
     cheapest: Evaluation
     difficulty: dict[str, object] = field(default_factory=dict)  # rank correlation on the test split
-
-
-def budget_condition(budget: Budget, batch: int) -> torch.Tensor:
-    """The budget as the controller's condition input (log scale; 0 = no budget given)."""
-    tok = math.log(budget.tok) if budget.tok is not None else 0.0
-    lat = math.log(budget.lat) / 4 if budget.lat is not None else 0.0
-    return torch.tensor([[tok, lat]], dtype=torch.float32).expand(batch, CONDITION_DIM)
+    budget_range: BudgetRange | None = None  # budget-conditioned: the range served, with calibrated deltas
+    points: list[dict[str, object]] = field(default_factory=list)  # budget-conditioned: each grid budget
 
 
 class Trainer:
-    """Trains one controller in one synchronous world on fixed splits."""
+    """Trains one controller in one synchronous world on fixed splits, for one budget or a budget range.
+
+    With a range, each training query is given a random grid budget as condition and the reward of
+    that budget; every grid budget has its own dual variables and its own calibrated delta.
+    """
 
     def __init__(
         self,
@@ -116,32 +102,38 @@ class Trainer:
         budget: Budget,
         config: TrainConfig | None = None,
         grader: Callable[[Query, str | None], bool | None] | None = None,
+        budget_range: BudgetRange | None = None,
     ) -> None:
         self.grader = grader  # the task's scorer, for worlds that do not grade (live)
         self.controller = controller
         self.world = world
         self.roles = roles
         self.embeddings = embeddings
-        self.budget = budget
+        self.budget = budget_range.loosest if budget_range is not None else budget
+        self.budget_range = budget_range
         self.config = config or TrainConfig()
-        self.kappa = {"tok": self.config.initial_kappa, "lat": self.config.initial_kappa}
+        # the budgets trained for, the user's (loosest) last; one set of dual variables and one delta each
+        self.targets = budget_range.budgets() if budget_range is not None else [self.budget]
+        self.kappas = [{"tok": self.config.initial_kappa, "lat": self.config.initial_kappa} for _ in self.targets]
+        self.deltas = [controller.config.delta for _ in self.targets]
 
     # ---- lambdas
 
-    def lambdas(self) -> tuple[float, float]:
-        """lambda_tok, lambda_lat: fixed by hand, or kappa / budget under dual ascent, or 0 without budget."""
-        c, b = self.config, self.budget
-        tok = c.lambda_tok if c.lambda_tok is not None else (self.kappa["tok"] / b.tok if b.tok else 0.0)
-        lat = c.lambda_lat if c.lambda_lat is not None else (self.kappa["lat"] / b.lat if b.lat else 0.0)
+    def lambdas(self, target: int = -1) -> tuple[float, float]:
+        """lambda_tok, lambda_lat of a target budget: fixed by hand, or kappa / budget under dual ascent,
+        or 0 without budget."""
+        c, b, kappa = self.config, self.targets[target], self.kappas[target]
+        tok = c.lambda_tok if c.lambda_tok is not None else (kappa["tok"] / b.tok if b.tok else 0.0)
+        lat = c.lambda_lat if c.lambda_lat is not None else (kappa["lat"] / b.lat if b.lat else 0.0)
         return tok, lat
 
-    def dual_update(self, val: Evaluation) -> None:
+    def dual_update(self, val: Evaluation, target: int = -1) -> None:
         """kappa <- max(0, kappa + step * (upper bound / budget - 1)) on each budgeted axis not fixed by hand."""
-        c, b = self.config, self.budget
+        c, b, kappa = self.config, self.targets[target], self.kappas[target]
         if b.tok is not None and c.lambda_tok is None:
-            self.kappa["tok"] = max(0.0, self.kappa["tok"] + c.dual_step * (val.tok_upper / b.tok - 1))
+            kappa["tok"] = max(0.0, kappa["tok"] + c.dual_step * (val.tok_upper / b.tok - 1))
         if b.lat is not None and c.lambda_lat is None:
-            self.kappa["lat"] = max(0.0, self.kappa["lat"] + c.dual_step * (val.lat_upper / b.lat - 1))
+            kappa["lat"] = max(0.0, kappa["lat"] + c.dual_step * (val.lat_upper / b.lat - 1))
 
     # ---- stages
 
@@ -190,14 +182,16 @@ class Trainer:
             lr=c.learning_rate,
         )
         history: list[dict[str, float]] = []
-        best: tuple[float, float, dict[str, torch.Tensor], Evaluation] | None = None  # (feasible?, score, state, val)
+        # (feasible targets, mean score, state, validation evaluations)
+        best: tuple[int, float, dict[str, torch.Tensor], list[Evaluation]] | None = None
         for epoch in range(c.epochs):
             order = generator.permutation(len(train))
             rewards = []
             for start in range(0, len(train), c.batch_queries):
                 batch = [train[i] for i in order[start : start + c.batch_queries]]
-                rewards.append(self._step(batch, optimiser))
-            val_eval = self.evaluate(val)
+                rewards.append(self._step(batch, optimiser, generator))
+            evaluations = [self.evaluate(val, target) for target in range(len(self.targets))]
+            val_eval = evaluations[-1]
             lambda_tok, lambda_lat = self.lambdas()
             record = {
                 "epoch": epoch + 1,
@@ -210,18 +204,40 @@ class Trainer:
                 "lambda_tok": lambda_tok,
                 "lambda_lat": lambda_lat,
             }
+            feasible = [e.meets(b) for e, b in zip(evaluations, self.targets, strict=True)]
+            scores = [
+                e.perf if ok else -e.excess(b) for e, b, ok in zip(evaluations, self.targets, feasible, strict=True)
+            ]
+            if len(self.targets) > 1:
+                record["feasible_budgets"] = sum(feasible)
             history.append(record)
             if on_epoch is not None:
                 on_epoch(epoch, record)
-            feasible = val_eval.meets(self.budget)
-            score = val_eval.perf if feasible else -val_eval.excess(self.budget)
-            if best is None or (feasible, score) > (best[0], best[1]):
-                best = (feasible, score, copy.deepcopy(self.controller.state_dict()), val_eval)
-            self.dual_update(val_eval)
+            key = (sum(feasible), float(np.mean(scores)))
+            if best is None or key > (best[0], best[1]):
+                best = (*key, copy.deepcopy(self.controller.state_dict()), evaluations)
+            for target, evaluation in enumerate(evaluations):
+                self.dual_update(evaluation, target)
         assert best is not None
         self.controller.load_state_dict(best[2])
-        feasible, val_eval = self.calibrate_delta(val, best[3])
+        calibrated = [self.calibrate_delta(val, best[3][target], target) for target in range(len(self.targets))]
+        self.deltas = [delta for _, _, delta in calibrated]
+        if self.budget_range is None:
+            self.controller.config = dataclasses.replace(self.controller.config, delta=self.deltas[0])
+        feasible, val_eval, _ = calibrated[-1]
         lambda_tok, lambda_lat = self.lambdas()
+        points = []
+        if self.budget_range is not None:
+            for target, (ok, evaluation, delta) in enumerate(calibrated):
+                points.append(
+                    {
+                        "budget": asdict(self.targets[target]),
+                        "delta": delta,
+                        "feasible": ok,
+                        "val": asdict(evaluation),
+                        "test": asdict(self.evaluate(test, target)),
+                    }
+                )
         return TrainResult(
             feasible=feasible,
             val=val_eval,
@@ -230,25 +246,28 @@ class Trainer:
             lambdas={"tok": lambda_tok, "lat": lambda_lat},
             cheapest=self.cheapest(val),
             difficulty=self.difficulty_quality(test),
+            budget_range=self.budget_range.with_deltas(self.deltas) if self.budget_range is not None else None,
+            points=points,
         )
 
-    def calibrate_delta(self, val: Sequence[Query], current: Evaluation) -> tuple[bool, Evaluation]:
+    def calibrate_delta(
+        self, val: Sequence[Query], current: Evaluation, target: int = -1
+    ) -> tuple[bool, Evaluation, float]:
         """Spend the budget precisely: sweep the difficulty offset delta on validation and keep the best
         Perf whose upper cost bounds meet the budget (RouteLLM-style calibration of a threshold). A coarse
         grid first, then a finer one around the most costly delta that still fits."""
-        base = self.controller.config.delta
-        trials: dict[float, Evaluation] = {base: current}
+        budget = self.targets[target]
+        trials: dict[float, Evaluation] = {self.deltas[target]: current}
 
         def trial(delta: float) -> Evaluation:
             if delta not in trials:
-                self.controller.config = dataclasses.replace(self.controller.config, delta=delta)
-                trials[delta] = self.evaluate(val)
+                trials[delta] = self.evaluate(val, target, delta)
             return trials[delta]
 
-        low, high = self._delta_range(val)
+        low, high = self._delta_range(val, target)
         for delta in np.linspace(low, high, 25):
             trial(round(float(delta), 6))
-        fitting = [d for d, e in trials.items() if e.meets(self.budget)]
+        fitting = [d for d, e in trials.items() if e.meets(budget)]
         if fitting:
             edge = max(fitting, key=lambda d: (trials[d].tok_upper, d))
             step = (high - low) / 24
@@ -257,13 +276,12 @@ class Trainer:
 
         def preference(delta: float) -> tuple[bool, float]:
             e = trials[delta]
-            return (True, e.perf - 1e-6 * e.tok) if e.meets(self.budget) else (False, -e.excess(self.budget))
+            return (True, e.perf - 1e-6 * e.tok) if e.meets(budget) else (False, -e.excess(budget))
 
         best = max(trials, key=preference)
-        self.controller.config = dataclasses.replace(self.controller.config, delta=best)
-        return trials[best].meets(self.budget), trials[best]
+        return trials[best].meets(budget), trials[best], best
 
-    def _delta_range(self, val: Sequence[Query]) -> tuple[float, float]:
+    def _delta_range(self, val: Sequence[Query], target: int = -1) -> tuple[float, float]:
         """The deltas between "every validation query in the cheapest pool" and "every one in the top
         pool", so the sweep crosses every pool mixture whatever the thresholds learned."""
         selection = self.controller.selection
@@ -271,7 +289,7 @@ class Trainer:
             return 0.0, 0.0
         with torch.no_grad():
             embeddings = self._embed(val)
-            condition = budget_condition(self.budget, len(val))
+            condition = budget_condition(self.targets[target], len(val))
             base = (
                 self.controller.difficulty(embeddings)
                 + selection.offset
@@ -281,23 +299,26 @@ class Trainer:
         margin = 3 * selection.temperature
         return float(thresholds.min() - margin - base.max()), float(thresholds.max() + margin - base.min())
 
-    def _step(self, batch: Sequence[Query], optimiser: torch.optim.Optimizer) -> float:
+    def _step(self, batch: Sequence[Query], optimiser: torch.optim.Optimizer, generator: np.random.Generator) -> float:
         """One REINFORCE step: several samples per query, the per-query mean reward as baseline."""
         c = self.config
         samples = c.samples_per_query
         embeddings = self._embed(batch).repeat_interleave(samples, dim=0)
-        condition = budget_condition(self.budget, len(embeddings))
+        # each query trains under one target budget (always the same one without a range)
+        targets = generator.integers(len(self.targets), size=len(batch)) if len(self.targets) > 1 else [0] * len(batch)
+        rows = [int(targets[index // samples]) for index in range(len(embeddings))]
+        condition = conditions([self.targets[t] for t in rows])
         step = self.controller(embeddings, condition, mode="sample")
-        lambda_tok, lambda_lat = self.lambdas()
+        lambdas = [self.lambdas(t) for t in range(len(self.targets))]
         masses = self.controller.to_masses(step.decisions)
         outcomes = self.execute([(mas, batch[index // samples]) for index, mas in enumerate(masses)])
-        rewards = [float(o.correct) - lambda_tok * 100 * o.cost_usd - lambda_lat * o.latency_s for o in outcomes]
+        rewards = [
+            float(o.correct) - lambdas[t][0] * 100 * o.cost_usd - lambdas[t][1] * o.latency_s
+            for o, t in zip(outcomes, rows, strict=True)
+        ]
         reward = torch.tensor(rewards).view(len(batch), samples)
-        advantage = (reward - reward.mean(dim=1, keepdim=True)).view(-1)
-        advantage = advantage / (advantage.std() + 1e-6)  # scale-free steps whatever the lambdas
         loss = (
-            -(advantage * step.log_prob).mean()
-            - c.entropy_bonus * step.entropy.mean()
+            policy_gradient_loss(reward, step.log_prob, step.entropy, c.entropy_bonus)
             + c.length_penalty * step.expected_length.mean()
         )
         optimiser.zero_grad()
@@ -308,16 +329,18 @@ class Trainer:
 
     # ---- evaluation
 
-    def evaluate(self, queries: Sequence[Query]) -> Evaluation:
+    def evaluate(self, queries: Sequence[Query], target: int = -1, delta: float | None = None) -> Evaluation:
+        """Greedy construction under a target budget's condition and delta (or the delta given)."""
         return evaluate_policy(
             self.controller,
             self.world,
             self.roles,
             self.embeddings,
             queries,
-            self.budget,
+            self.targets[target],
             self.config.confidence_z,
             self.grader,
+            self.deltas[target] if delta is None else delta,
         )
 
     def execute(self, pairs: Sequence[tuple[MAS, Query]]) -> list[Outcome]:
@@ -335,6 +358,19 @@ class Trainer:
         return torch.stack([self.embeddings[q.id] for q in queries])
 
 
+def policy_gradient_loss(
+    reward: torch.Tensor, log_prob: torch.Tensor, entropy: torch.Tensor, entropy_bonus: float
+) -> torch.Tensor:
+    """REINFORCE with the mean reward of the other samples of the same query as baseline.
+
+    `reward` is [queries, samples]; `log_prob` and `entropy` are flat, query-major. Advantages are
+    normalised, so a step has the same size whatever the scale of the cost penalties.
+    """
+    advantage = (reward - reward.mean(dim=1, keepdim=True)).reshape(-1)
+    advantage = advantage / (advantage.std() + 1e-6)
+    return -(advantage * log_prob).mean() - entropy_bonus * entropy.mean()
+
+
 def evaluate_policy(
     controller: Controller,
     world: SyncWorld,
@@ -344,10 +380,12 @@ def evaluate_policy(
     budget: Budget,
     z: float = 1.64,
     grader: Callable[[Query, str | None], bool | None] | None = None,
+    delta: float | None = None,
 ) -> Evaluation:
-    """Greedy construction for each query, executed in the world, summarised."""
+    """Greedy construction for each query (under `budget` as condition), executed in the world, summarised."""
     stacked = torch.stack([embeddings[q.id] for q in queries])
-    masses = controller.construct(stacked, budget_condition(budget, len(queries)), [q.id for q in queries])
+    condition = budget_condition(budget, len(queries))
+    masses = controller.construct(stacked, condition, [q.id for q in queries], delta=delta)
     outcomes = execute(world, roles, list(zip(masses, queries, strict=True)), grader)
     return summarise(masses, outcomes, z)
 

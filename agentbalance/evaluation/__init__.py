@@ -1,0 +1,1 @@
+"""Evaluation: baselines, performance-budget sweeps and the paper's metrics (P@T, P@L, AUC)."""

@@ -1,0 +1,27 @@
+"""The single-LLM baseline: the decision agent alone, once per backbone kept by the Pareto filter.
+
+No training and no query is read; the envelope of its points over the kept backbones is the method's
+frontier, as in the paper.
+"""
+
+from __future__ import annotations
+
+from agentbalance.evaluation.baselines.fixed import OneBackboneMethod, agent_id
+from agentbalance.mas import MAS, Agent
+from agentbalance.roles import RoleSet
+
+
+def single_mas(roles: RoleSet, backbone: str) -> MAS:
+    """The decision role answering alone on `backbone`."""
+    index = roles.names.index(roles.decision.name)
+    agent = Agent(id=agent_id((index, 1)), role=roles.decision.name, backbone=backbone)
+    return MAS([agent], [], agent.id, source=f"single LLM {backbone}")
+
+
+class SingleLLM(OneBackboneMethod):
+    """Settings are the kept backbones; `fit` returns the decision agent alone on that backbone."""
+
+    name = "single"
+
+    def build(self, roles: RoleSet, backbone: str) -> MAS:
+        return single_mas(roles, backbone)

@@ -1,0 +1,46 @@
+"""The compared methods by name (`curve --methods a,b,...`); each module loads only when named."""
+
+from __future__ import annotations
+
+import importlib
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.evaluation.baselines.base import Method
+
+# name -> (module, factory, argument); fixed topologies share one class
+METHODS: dict[str, tuple[str, str, str | None]] = {
+    "agentbalance": ("agentbalance.evaluation.ours", "AgentBalanceMethod", None),
+    "single": ("agentbalance.evaluation.baselines.single", "SingleLLM", None),
+    "complete": ("agentbalance.evaluation.baselines.fixed", "FixedTopology", "complete"),
+    "chain": ("agentbalance.evaluation.baselines.fixed", "FixedTopology", "chain"),
+    "star": ("agentbalance.evaluation.baselines.fixed", "FixedTopology", "star"),
+    "layered": ("agentbalance.evaluation.baselines.fixed", "FixedTopology", "layered"),
+    "debate": ("agentbalance.evaluation.baselines.fixed", "FixedTopology", "debate"),
+    "random": ("agentbalance.evaluation.baselines.random_mas", "RandomMAS", None),
+    "agentprune-style": ("agentbalance.evaluation.baselines.agentprune", "AgentPruneStyle", None),
+    "agentdropout-style": ("agentbalance.evaluation.baselines.agentdropout", "AgentDropoutStyle", None),
+    "gdesigner-style": ("agentbalance.evaluation.baselines.gdesigner", "GDesignerStyle", None),
+    "masrouter-style": ("agentbalance.evaluation.baselines.masrouter", "MasRouterStyle", None),
+    "corl-style": ("agentbalance.evaluation.baselines.corl", "CoRLStyle", None),
+    "rlfocal-style": ("agentbalance.evaluation.baselines.rlfocal", "RLFocalStyle", None),
+}
+
+
+def load_method(name: str) -> Method:
+    """A fresh method object by its public name."""
+    if name not in METHODS:
+        raise AgentBalanceError(f"unknown method {name!r}; known: {', '.join(METHODS)}")
+    module_name, factory, argument = METHODS[name]
+    factory_object = getattr(importlib.import_module(module_name), factory)
+    return factory_object(argument) if argument is not None else factory_object()
+
+
+def parse_methods(text: str) -> list[str]:
+    """`a,b,c` -> names, checked and de-duplicated in order; `all` names every method."""
+    names = list(METHODS) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise AgentBalanceError("--methods names no method; use a comma-separated list or 'all'")
+    unknown = [n for n in names if n not in METHODS]
+    if unknown:
+        raise AgentBalanceError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
+    return list(dict.fromkeys(names))

@@ -1,0 +1,142 @@
+"""Budgets: one target (`build`), or a range of them served by one budget-conditioned controller.
+
+A budget-conditioned controller (`build --budget-conditioned`, after the budget-conditioned routing of
+CoRL) is trained on a log-spaced grid of budgets from B / ratio to B, all axes scaled together. At
+inference a budget is served by the grid scale of its tightest axis: the condition input and the
+difficulty offset delta calibrated on validation at the neighbouring grid points, interpolated in log
+scale. A budget off the trained diagonal (one axis looser than the other) is therefore met, possibly
+with performance to spare on the looser axis.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.policy.controller import CONDITION_DIM
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Expected cost limits: Tok in USD per 100 queries, Lat in seconds per query (None: no limit)."""
+
+    tok: float | None = None
+    lat: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in (("budget-tok", self.tok), ("budget-lat", self.lat)):
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise AgentBalanceError(f"--{name} must be a positive number, got {value}")
+
+    def scaled(self, factor: float) -> Budget:
+        return Budget(
+            self.tok * factor if self.tok is not None else None, self.lat * factor if self.lat is not None else None
+        )
+
+    def describe(self) -> str:
+        parts = [
+            f"Tok {self.tok:.4g} USD/100 queries" if self.tok is not None else "",
+            f"Lat {self.lat:.4g} s/query" if self.lat is not None else "",
+        ]
+        return ", ".join(p for p in parts if p) or "no budget"
+
+
+def budget_condition(budget: Budget, batch: int) -> torch.Tensor:
+    """The budget as the controller's condition input (log scale; 0 = no budget given)."""
+    return conditions([budget]).expand(batch, CONDITION_DIM)
+
+
+def conditions(budgets: Sequence[Budget]) -> torch.Tensor:
+    """One condition row per budget, [len(budgets), CONDITION_DIM]."""
+    rows = [
+        [
+            math.log(b.tok) if b.tok is not None else 0.0,
+            math.log(b.lat) / 4 if b.lat is not None else 0.0,
+        ]
+        for b in budgets
+    ]
+    return torch.tensor(rows, dtype=torch.float32)
+
+
+@dataclass(frozen=True)
+class BudgetRange:
+    """The budgets a budget-conditioned controller serves: `loosest` scaled by a log grid in [1/ratio, 1]."""
+
+    loosest: Budget
+    ratio: float = 8.0
+    steps: int = 4
+    deltas: tuple[float, ...] = field(default=())  # calibrated on validation, one per grid scale
+
+    def __post_init__(self) -> None:
+        if self.loosest.tok is None and self.loosest.lat is None:
+            raise AgentBalanceError("--budget-conditioned needs a budget (--budget-tok and/or --budget-lat)")
+        if not (self.ratio > 1 and math.isfinite(self.ratio)):
+            raise AgentBalanceError(f"--budget-ratio must be a number above 1, got {self.ratio}")
+        if self.steps < 2:
+            raise AgentBalanceError(f"a budget range needs at least 2 grid steps, got {self.steps}")
+
+    def scales(self) -> list[float]:
+        return [float(s) for s in np.geomspace(1 / self.ratio, 1.0, self.steps)]
+
+    def budgets(self) -> list[Budget]:
+        """The training grid, tightest first."""
+        return [self.loosest.scaled(s) for s in self.scales()]
+
+    def scale_of(self, budget: Budget) -> float:
+        """The grid scale serving `budget`: its tightest axis relative to the loosest budget, capped at 1."""
+        ratios = []
+        for axis in ("tok", "lat"):
+            asked, trained = getattr(budget, axis), getattr(self.loosest, axis)
+            if asked is None:
+                continue
+            if trained is None:
+                raise AgentBalanceError(
+                    f"this controller was trained without a {axis} budget; it cannot target --budget-{axis}"
+                )
+            ratios.append(asked / trained)
+        if not ratios:
+            return 1.0
+        scale = min(1.0, min(ratios))
+        if scale < 1 / self.ratio * (1 - 1e-9):
+            tightest = self.loosest.scaled(1 / self.ratio)
+            raise AgentBalanceError(
+                f"budget {budget.describe()} is tighter than this controller was trained for "
+                f"(down to {tightest.describe()}); rebuild with a lower budget or a larger --budget-ratio"
+            )
+        return scale
+
+    def serve(self, budget: Budget | None) -> tuple[Budget, float]:
+        """The condition budget and the calibrated delta for a user's budget (None: the loosest)."""
+        scale = self.scale_of(budget) if budget is not None else 1.0
+        if len(self.deltas) != self.steps:
+            raise AgentBalanceError("this budget range has no calibrated deltas (the run folder is incomplete)")
+        delta = float(np.interp(math.log(scale), np.log(self.scales()), self.deltas))
+        return self.loosest.scaled(scale), delta
+
+    def with_deltas(self, deltas: Sequence[float]) -> BudgetRange:
+        return dataclasses.replace(self, deltas=tuple(float(d) for d in deltas))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "loosest": dataclasses.asdict(self.loosest),
+            "ratio": self.ratio,
+            "steps": self.steps,
+            "deltas": list(self.deltas),
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, object]) -> BudgetRange:
+        loosest = document["loosest"]
+        assert isinstance(loosest, dict)
+        return cls(
+            Budget(**loosest),
+            float(document["ratio"]),  # type: ignore[arg-type]
+            int(document["steps"]),  # type: ignore[call-overload]
+            tuple(float(d) for d in document["deltas"]),  # type: ignore[union-attr]
+        )
