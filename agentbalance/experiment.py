@@ -25,7 +25,7 @@ from agentbalance.train.data import Splits
 
 if TYPE_CHECKING:
     from agentbalance.train.build import BuildSpec
-    from agentbalance.train.reinforce import Evaluation
+    from agentbalance.train.reinforce import Evaluation, TrainConfig
 
 
 @dataclass
@@ -41,8 +41,7 @@ class Experiment:
     splits: Splits
     embeddings: dict[str, torch.Tensor]  # query id -> sentence embedding of the rendered question
     encoder: TextEncoder
-    seed: int
-    confidence_z: float = 1.64
+    train_config: TrainConfig  # the seed and the training knobs every learned method of the run shares
 
     @classmethod
     def open(
@@ -69,9 +68,12 @@ class Experiment:
             splits,
             embeddings,
             encoder,
-            spec.train.seed,
-            spec.train.confidence_z,
+            spec.train,
         )
+
+    @property
+    def seed(self) -> int:
+        return self.train_config.seed
 
     @property
     def grader(self) -> Callable[[Query, str | None], bool | None] | None:
@@ -98,4 +100,4 @@ class Experiment:
         from agentbalance.train.reinforce import summarise
 
         outcomes = self.execute(list(zip(masses, queries, strict=True)))
-        return summarise(masses, outcomes, self.confidence_z)
+        return summarise(masses, outcomes, self.train_config.confidence_z)

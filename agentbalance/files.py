@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import zlib
 from pathlib import Path
 from typing import Any, TypeVar
@@ -86,3 +87,18 @@ def read_jsonl_objects(path: str | Path, what: str) -> list[tuple[int, dict[str,
             raise AgentBalanceError(f"{path}: line {number}: expected a JSON object, found {type(value).__name__}")
         objects.append((number, value))
     return objects
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Write to a temporary name, flush to disk, then rename: a reader (or a rerun after a kill) sees
+    the old file or the new one, never a torn one."""
+    temporary = path.with_name(path.name + ".tmp")
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        temporary.replace(path)
+    except OSError as error:
+        raise AgentBalanceError(f"cannot write {path}: {error}") from None

@@ -20,6 +20,7 @@ from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment
+from agentbalance.files import atomic_write
 from agentbalance.policy.context import ControllerContext
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.pooling import build_pools
@@ -109,24 +110,39 @@ def build(
     on_stage: Callable[[str], None] = lambda stage: None,
     on_epoch: Callable[[int, dict[str, float]], None] | None = None,
 ) -> Built:
+    """Open the experiment, train on it, save the run folder."""
     torch.manual_seed(spec.train.seed)
     started = time.perf_counter()
     experiment = Experiment.open(spec, roles, on_stage)
-    world, roles, splits, embeddings, task = (
-        experiment.world,
-        experiment.roles,
-        experiment.splits,
-        experiment.embeddings,
-        experiment.task,
-    )
-    best: tuple[tuple[bool, float], Controller, Trainer, TrainResult] | None = None
+    controller, trainer, result = train_on(experiment, spec, on_stage, on_epoch)
+    save_run(out, controller, spec, experiment.pools.pools, result, experiment.roles, time.perf_counter() - started)
+    return Built(controller, trainer, result, experiment.splits, out)
+
+
+def train_on(
+    experiment: Experiment,
+    spec: BuildSpec,
+    on_stage: Callable[[str], None] = lambda stage: None,
+    on_epoch: Callable[[int, dict[str, float]], None] | None = None,
+) -> tuple[Controller, Trainer, TrainResult]:
+    """Independent training restarts on one experiment; the best on validation is kept (REINFORCE here
+    is high-variance). `spec` gives the budget (or range), the training knobs and the restarts."""
+    splits = experiment.splits
+    best: tuple[tuple[int, float], Controller, Trainer, TrainResult] | None = None
     for restart in range(spec.restarts):
-        # independent restarts, the best kept by validation only: REINFORCE here is high-variance
         torch.manual_seed(spec.train.seed + 1000 * restart)
         config = dataclasses.replace(spec.train, seed=spec.train.seed + restart)
         controller = Controller(experiment.context, spec.controller)
-        grader = task.score if task else None
-        trainer = Trainer(controller, world, roles, embeddings, spec.budget, config, grader, spec.budget_range)
+        trainer = Trainer(
+            controller,
+            experiment.world,
+            experiment.roles,
+            experiment.embeddings,
+            spec.budget,
+            config,
+            experiment.grader,
+            spec.budget_range,
+        )
         on_stage(f"pretraining the difficulty estimator (run {restart + 1} of {spec.restarts})")
         trainer.pretrain_difficulty(splits.train)
         on_stage(f"training (run {restart + 1} of {spec.restarts})")
@@ -141,9 +157,7 @@ def build(
         if best is None or key > best[0]:
             best = (key, controller, trainer, result)
     assert best is not None
-    _, controller, trainer, result = best
-    save_run(out, controller, spec, experiment.pools.pools, result, roles, time.perf_counter() - started)
-    return Built(controller, trainer, result, splits, out)
+    return best[1], best[2], best[3]
 
 
 def _restart_key(result: TrainResult, budget: Budget) -> tuple[int, float]:
@@ -195,8 +209,8 @@ def save_run(
             "history": result.history,
             "seconds": round(seconds, 1),
         }
-        _atomic_write(out / "config.json", json.dumps(config, indent=2).encode())
-        _atomic_write(out / "metrics.json", json.dumps(metrics, indent=2).encode())
+        atomic_write(out / "config.json", json.dumps(config, indent=2))
+        atomic_write(out / "metrics.json", json.dumps(metrics, indent=2))
         temporary = out / "controller.pt.tmp"
         torch.save(controller.state_dict(), temporary)
         temporary.replace(out / "controller.pt")
@@ -205,12 +219,6 @@ def save_run(
     from agentbalance.plots import plot_training
 
     plot_training(result.history, spec.budget, out / "training.png")
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_bytes(data)
-    temporary.replace(path)
 
 
 def read_run_config(folder: Path) -> dict[str, Any]:

@@ -62,6 +62,8 @@ def penalty_of(experiment: Experiment, setting: str) -> Penalty:
         kappa = float(setting.removeprefix("kappa="))
     except ValueError:
         raise AgentBalanceError(f"not a cost-penalty setting: {setting!r} (expected kappa=NUMBER)") from None
+    if not (kappa >= 0 and math.isfinite(kappa)):
+        raise AgentBalanceError(f"a cost penalty must be a finite number >= 0, got {setting!r}")
     tok = float(experiment.context.backbone_tok_cost.mean())
     lat = float(experiment.context.backbone_latency_s.mean())
     return Penalty(kappa / tok if math.isfinite(tok) and tok > 0 else 0.0, kappa / lat if lat > 0 else 0.0)

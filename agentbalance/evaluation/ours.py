@@ -1,0 +1,69 @@
+"""agentbalance itself as a compared method: one budget-conditioned controller, swept at inference.
+
+The budget range is anchored on the base MAS's cost measured on the validation split (never test):
+the controller trains once for budgets from that cost / RATIO up to it, and each setting of the sweep
+is a budget scale served without retraining.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.evaluation.baselines.base import Constructor
+from agentbalance.evaluation.baselines.fixed import base_mas
+from agentbalance.experiment import Experiment
+from agentbalance.mas import MAS
+from agentbalance.policy.controller import Controller
+from agentbalance.query import Query
+from agentbalance.train.budgets import Budget, BudgetRange, budget_condition
+from agentbalance.train.build import BuildSpec, train_on
+
+RATIO = 16.0  # budgets from 1/16 of the base MAS's cost: below the metrics' lowest point T1 = B_max / 8
+GRID_STEPS = 5  # 1/16, 1/8, 1/4, 1/2, 1: the metrics' budget points are grid points
+
+
+class AgentBalanceMethod:
+    name = "agentbalance"
+
+    def __init__(self, restarts: int = 1) -> None:
+        self.restarts = restarts
+        self._trained: dict[int, tuple[Controller, BudgetRange]] = {}  # id(experiment) -> trained once
+
+    def settings(self, experiment: Experiment, points: int) -> list[str]:
+        if points < 1:
+            raise AgentBalanceError(f"--points must be at least 1, got {points}")
+        return [f"scale={s:.4g}" for s in np.geomspace(1 / RATIO, 1.0, points)]
+
+    def fit(self, experiment: Experiment, setting: str) -> Constructor:
+        try:
+            scale = float(setting.removeprefix("scale="))
+        except ValueError:
+            raise AgentBalanceError(f"not an agentbalance setting: {setting!r} (expected scale=NUMBER)") from None
+        controller, budget_range = self._controller(experiment)
+        served, delta = budget_range.serve(budget_range.loosest.scaled(scale))
+
+        def construct(queries: Sequence[Query]) -> list[MAS]:
+            condition = budget_condition(served, len(queries))
+            return controller.construct(experiment.embed(queries), condition, [q.id for q in queries], delta=delta)
+
+        return construct
+
+    def _controller(self, experiment: Experiment) -> tuple[Controller, BudgetRange]:
+        key = id(experiment)
+        if key not in self._trained:
+            val = experiment.splits.val
+            base = experiment.measure([base_mas(experiment)] * len(val), val)
+            loosest = Budget(base.tok, base.lat)
+            spec = BuildSpec(
+                budget=loosest,
+                budget_range=BudgetRange(loosest, RATIO, GRID_STEPS),
+                train=experiment.train_config,
+                restarts=self.restarts,
+            )
+            controller, _, result = train_on(experiment, spec)
+            assert result.budget_range is not None
+            self._trained[key] = (controller, result.budget_range)
+        return self._trained[key]

@@ -1,0 +1,81 @@
+"""How close does one budget-conditioned controller come to a controller trained per budget?
+
+For each world of benchmarks/results/budget_results.json (its four token budgets, geometric from tight
+to loose, and its loose latency budget), train ONE controller with `--budget-conditioned` over exactly
+those four budgets (a Tok-only range; the latency budget is checked on test afterwards), then compare
+its test Perf/Tok/Lat at each budget with the per-budget controller of budget_results.json.
+Run: .venv/bin/python benchmarks/budget_conditioned.py  (writes benchmarks/results/budget_conditioned.json)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from agentbalance.train.budgets import Budget, BudgetRange
+from agentbalance.train.build import BuildSpec, build
+from agentbalance.train.reinforce import TrainConfig
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+SPECS = {"simulated": "sim", "mmlu-pro-dev": f"replay:{SHARED / 'mmlu-pro-dev'}"}
+
+
+def run_world(per_budget: dict[str, object], epochs: int) -> dict[str, object]:
+    levels = per_budget["levels"]
+    assert isinstance(levels, list)
+    budgets = [level["budget_tok"] for level in levels]
+    lat_budget = levels[0]["budget_lat"]
+    loosest = Budget(tok=budgets[-1])
+    spec = BuildSpec(
+        world=SPECS[str(per_budget["world"])],
+        budget=loosest,
+        budget_range=BudgetRange(loosest, ratio=budgets[-1] / budgets[0], steps=len(budgets)),
+        sizes=(600, 200, 400),
+        train=TrainConfig(epochs=epochs),
+    )
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        result = build(spec, Path(folder) / "run").result
+    rows = []
+    for level, point in zip(levels, result.points, strict=True):
+        test = point["test"]
+        assert isinstance(test, dict)
+        rows.append(
+            {
+                "budget_tok": level["budget_tok"],
+                "served_budget_tok": point["budget"]["tok"],  # type: ignore[index]
+                "budget_lat": lat_budget,
+                "conditioned": {k: test[k] for k in ("perf", "tok", "lat")},
+                "conditioned_meets_budget_on_test": test["tok"] <= level["budget_tok"] * (1 + 1e-9)
+                and test["lat"] <= lat_budget,
+                "per_budget": {k: level["test"][k] for k in ("perf", "tok", "lat")},
+                "perf_conditioned_minus_per_budget": test["perf"] - level["test"]["perf"],
+                "best_single_that_fits": level["best_single_that_fits"],
+            }
+        )
+        print(per_budget["world"], f"budget {level['budget_tok']:.4f}", rows[-1]["conditioned"], rows[-1]["per_budget"])
+    return {"world": per_budget["world"], "seconds": round(time.perf_counter() - started, 1), "levels": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--epochs", type=int, default=25)
+    parser.add_argument("--worlds", default="simulated,mmlu-pro-dev")
+    args = parser.parse_args()
+    per_budget = json.loads((RESULTS / "budget_results.json").read_text(encoding="utf-8"))["worlds"]
+    chosen = [w for w in per_budget if w["world"] in args.worlds.split(",")]
+    chosen = [w for w in chosen if w["world"] == "simulated" or (SHARED / str(w["world"])).is_dir()]
+    report = {
+        "command": f"python benchmarks/budget_conditioned.py --epochs {args.epochs} --worlds {args.worlds}",
+        "worlds": [run_world(world, args.epochs) for world in chosen],
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "budget_conditioned.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""`agentbalance curve`: the files a user reads, resuming after an interruption, and the summary rule."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.evaluation.curve import CurveRow, read_curve, summarise_curve, write_curve
+from agentbalance.evaluation.methods import parse_methods
+from agentbalance.evaluation.metrics import SUMMARY_COLUMNS
+from tests.test_cli_build import agentbalance, one_error_line
+
+SMALL = ["--train", "24", "--val", "12", "--test", "16", "--epochs", "2"]
+
+
+def rows_of(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("curve")
+    done = agentbalance(
+        "curve", "--methods", "agentbalance,single,star,random", "--points", "3", *SMALL,
+        "--out", str(folder / "out"), cwd=folder,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return folder / "out"
+
+
+def test_a_sweep_writes_points_summary_and_plots(sweep: Path) -> None:
+    points = rows_of(sweep / "curve.csv")
+    assert list(points[0]) == ["method", "setting", "perf", "tok", "lat", "n"]
+    methods = [row["method"] for row in points]
+    assert methods.count("base") == 1 and methods.count("agentbalance") == 3 and methods.count("star") >= 3
+    for row in points:
+        assert 0 <= float(row["perf"]) <= 1 and float(row["tok"]) > 0 and float(row["lat"]) > 0
+        assert int(row["n"]) == 16
+    summary = rows_of(sweep / "summary.csv")
+    assert [row["method"] for row in summary] == ["agentbalance", "single", "star", "random"]
+    assert list(summary[0]) == ["method", *SUMMARY_COLUMNS]
+    assert all(math.isfinite(float(row[c])) for row in summary for c in SUMMARY_COLUMNS)
+    for name in ("curve-tok.png", "curve-lat.png"):
+        assert (sweep / name).stat().st_size > 10_000
+
+
+def test_a_rerun_resumes_and_finishes_with_the_same_points(sweep: Path, tmp_path: Path) -> None:
+    before = rows_of(sweep / "curve.csv")
+    kept = [CurveRow(r["method"], r["setting"], float(r["perf"]), float(r["tok"]), float(r["lat"]), int(r["n"]))
+            for r in before[:-4]]  # fmt: skip
+    write_curve(sweep / "curve.csv", kept)  # as if the sweep had been killed four points before the end
+    done = agentbalance(
+        "curve", "--methods", "agentbalance,single,star,random", "--points", "3", *SMALL,
+        "--out", str(sweep), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"{len(before) - 1 - 4} points resumed" in done.stdout.replace("\n", " ")
+    assert rows_of(sweep / "curve.csv") == before
+
+
+def test_a_folder_of_another_sweep_is_refused(sweep: Path, tmp_path: Path) -> None:
+    done = agentbalance("curve", "--methods", "single", "--points", "3", "--seed", "7", *SMALL,
+                        "--out", str(sweep), cwd=tmp_path)  # fmt: skip
+    one_error_line(done, "another configuration (differs in seed)")
+
+
+def test_bad_method_names_are_named() -> None:
+    with pytest.raises(AgentBalanceError, match=r"unknown method.*nope"):
+        parse_methods("single,nope")
+    assert parse_methods("single, single ,random") == ["single", "random"]
+    assert "agentbalance" in parse_methods("all")
+
+
+def test_a_damaged_curve_file_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "curve.csv"
+    path.write_text("method,setting,perf\nsingle,x,0.5\n", encoding="utf-8")
+    with pytest.raises(AgentBalanceError, match="not a curve file"):
+        read_curve(path)
+
+
+def test_the_summary_scores_each_method_against_the_base_mas() -> None:
+    rows = [
+        CurveRow("base", "complete", 0.8, 8.0, 80.0, 10),
+        CurveRow("single", "cheap", 0.6, 1.0, 10.0, 10),
+        CurveRow("single", "strong", 0.8, 4.0, 40.0, 10),
+    ]
+    (row,) = summarise_curve(rows, ["single"])
+    assert row["P@T1"] == pytest.approx(0.6)  # T1 = 8 / 8 = 1: the cheap point
+    assert row["P@T2"] == pytest.approx(0.6 + (2 - 1) / 3 * 0.2)  # between the two points
+    assert row["P@T4"] == pytest.approx(0.8)
+    assert row["P@L3"] == pytest.approx(0.8)
+    with pytest.raises(AgentBalanceError, match="no base MAS"):
+        summarise_curve(rows[1:], ["single"])
+    json.dumps(row)  # plain numbers, ready for --json
