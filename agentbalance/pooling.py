@@ -7,6 +7,7 @@ KMedoids is unmaintained and whose wheel does not import with numpy 2.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -157,3 +158,21 @@ def build_pools(
     pool_index = {name: index for index, members in enumerate(pools) for name in members}
     triples = triples.assign(kept=kept_mask, pool=[pool_index.get(name, -1) for name in names])
     return PoolingResult(triples, used, kept, dominated_by, pools, medoids)
+
+
+def random_pools(result: PoolingResult, seed: int) -> PoolingResult:
+    """The ablation "random pools": the kept backbones dealt at random into pools of the same sizes as
+    the k-medoids ones, pools still ordered by cost tier (mean log TokCost), so only the grouping changes."""
+    generator = np.random.default_rng(seed)
+    shuffled = [result.kept[i] for i in generator.permutation(len(result.kept))]
+    sizes = [len(pool) for pool in result.pools]
+    groups, start = [], 0
+    for size in sizes:
+        groups.append(shuffled[start : start + size])
+        start += size
+    log_tok = np.log(np.maximum(result.triples["tok_cost"].astype(float), 1e-12))
+    groups.sort(key=lambda group: float(log_tok.loc[group].mean()))
+    pools = [sorted(group, key=lambda name: float(log_tok.loc[name])) for group in groups]
+    pool_index = {name: index for index, members in enumerate(pools) for name in members}
+    triples = result.triples.assign(pool=[pool_index.get(name, -1) for name in result.triples.index])
+    return dataclasses.replace(result, triples=triples, pools=pools, medoids=[pool[0] for pool in pools])

@@ -6,6 +6,7 @@ import importlib
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Method
+from agentbalance.policy.controller import ABLATIONS
 
 # name -> (module, factory, argument); fixed topologies share one class
 METHODS: dict[str, tuple[str, str, str | None]] = {
@@ -24,12 +25,18 @@ METHODS: dict[str, tuple[str, str, str | None]] = {
     "corl-style": ("agentbalance.evaluation.baselines.corl", "CoRLStyle", None),
     "rlfocal-style": ("agentbalance.evaluation.baselines.rlfocal", "RLFocalStyle", None),
 }
+# the ablation study (paper Table 3): agentbalance with one stage replaced; not part of `all`
+ABLATION_METHODS = {f"agentbalance-{name}": name for name in ABLATIONS}
 
 
 def load_method(name: str) -> Method:
     """A fresh method object by its public name."""
+    if name in ABLATION_METHODS:
+        from agentbalance.evaluation.ours import AgentBalanceMethod
+
+        return AgentBalanceMethod(ablation=ABLATION_METHODS[name])
     if name not in METHODS:
-        raise AgentBalanceError(f"unknown method {name!r}; known: {', '.join(METHODS)}")
+        raise AgentBalanceError(f"unknown method {name!r}; known: {', '.join(_known())}")
     module_name, factory, argument = METHODS[name]
     factory_object = getattr(importlib.import_module(module_name), factory)
     return factory_object(argument) if argument is not None else factory_object()
@@ -37,10 +44,17 @@ def load_method(name: str) -> Method:
 
 def parse_methods(text: str) -> list[str]:
     """`a,b,c` -> names, checked and de-duplicated in order; `all` names every method."""
-    names = list(METHODS) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    text = text.strip()
+    if text in ("all", "ablations"):
+        return list(METHODS) if text == "all" else ["agentbalance", *ABLATION_METHODS]
+    names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise AgentBalanceError("--methods names no method; use a comma-separated list or 'all'")
-    unknown = [n for n in names if n not in METHODS]
+    unknown = [n for n in names if n not in METHODS and n not in ABLATION_METHODS]
     if unknown:
-        raise AgentBalanceError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
+        raise AgentBalanceError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(_known())}")
     return list(dict.fromkeys(names))
+
+
+def _known() -> list[str]:
+    return [*METHODS, *ABLATION_METHODS, "all", "ablations"]

@@ -7,6 +7,7 @@ is a budget scale served without retraining.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,7 +17,9 @@ from agentbalance.evaluation.baselines.base import Constructor
 from agentbalance.evaluation.baselines.fixed import base_mas
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
-from agentbalance.policy.controller import Controller
+from agentbalance.policy.context import ControllerContext
+from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.pooling import random_pools
 from agentbalance.query import Query
 from agentbalance.train.budgets import Budget, BudgetRange, budget_condition
 from agentbalance.train.build import BuildSpec, train_on
@@ -28,8 +31,12 @@ GRID_STEPS = 5  # 1/16, 1/8, 1/4, 1/2, 1: the metrics' budget points are grid po
 class AgentBalanceMethod:
     name = "agentbalance"
 
-    def __init__(self, restarts: int = 1) -> None:
+    def __init__(self, restarts: int = 1, ablation: str | None = None) -> None:
         self.restarts = restarts
+        self.ablation = ablation  # one of policy.controller.ABLATIONS: the paper's Table 3 variants
+        if ablation is not None:
+            self.name = f"agentbalance-{ablation}"
+            ControllerConfig(ablation=ablation)  # checks the name
         self._trained: dict[int, tuple[Controller, BudgetRange]] = {}  # id(experiment) -> trained once
 
     def settings(self, experiment: Experiment, points: int) -> list[str]:
@@ -54,6 +61,8 @@ class AgentBalanceMethod:
     def _controller(self, experiment: Experiment) -> tuple[Controller, BudgetRange]:
         key = id(experiment)
         if key not in self._trained:
+            if self.ablation == "random-pools":
+                experiment = _with_random_pools(experiment)
             val = experiment.splits.val
             base = experiment.measure([base_mas(experiment)] * len(val), val)
             loosest = Budget(base.tok, base.lat)
@@ -61,9 +70,17 @@ class AgentBalanceMethod:
                 budget=loosest,
                 budget_range=BudgetRange(loosest, RATIO, GRID_STEPS),
                 train=experiment.train_config,
+                controller=ControllerConfig(ablation=self.ablation if self.ablation != "random-pools" else None),
                 restarts=self.restarts,
             )
             controller, _, result = train_on(experiment, spec)
             assert result.budget_range is not None
             self._trained[key] = (controller, result.budget_range)
         return self._trained[key]
+
+
+def _with_random_pools(experiment: Experiment) -> Experiment:
+    """The same experiment with the kept backbones dealt into random pools (same sizes, same tiers order)."""
+    pools = random_pools(experiment.pools, experiment.seed)
+    context = ControllerContext.build(experiment.world.catalog, pools, experiment.roles, experiment.encoder)
+    return dataclasses.replace(experiment, pools=pools, context=context)

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from agentbalance.encoders import TextEncoder
+from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
 from agentbalance.policy.context import ControllerContext
 from agentbalance.policy.difficulty import DifficultyEstimator
@@ -20,9 +21,11 @@ from agentbalance.policy.gating import AgentGating
 from agentbalance.policy.matching import RoleBackboneMatching
 from agentbalance.policy.representation import AgentRepresentation
 from agentbalance.policy.selection import PoolSelection
-from agentbalance.policy.topology import LatencyAwareTopology, TopologyChoice
+from agentbalance.policy.topology import LatencyAwareTopology, TopologyChoice, dense_topology
 
 CONDITION_DIM = 2  # log budgets (Tok, Lat) for budget-conditioned control; zeros otherwise
+# the paper's Table 3 variants, each replacing one learned stage (random-pools acts on the pools instead)
+ABLATIONS = ("random-pools", "random-selection", "random-matching", "role-only", "no-gating", "dense-topology")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,11 @@ class ControllerConfig:
     selection_temperature: float = 0.15
     delta: float = 0.0  # the paper's difficulty offset: > 0 pushes queries to costlier pools
     max_pool: int | None = None  # the user's cap on the highest pool
+    ablation: str | None = None  # one of ABLATIONS, for the ablation study only
+
+    def __post_init__(self) -> None:
+        if self.ablation is not None and self.ablation not in ABLATIONS:
+            raise AgentBalanceError(f"unknown ablation {self.ablation!r}; known: {', '.join(ABLATIONS)}")
 
 
 @dataclass(frozen=True)
@@ -103,20 +111,33 @@ class Controller(nn.Module):
 
         offset = c.delta if delta is None else delta
         pool_log_probs = self.selection(difficulty, condition, delta=offset, max_pool=c.max_pool)
-        pool = _choose(pool_log_probs, mode, given.pool if given else None)
+        if c.ablation == "random-selection":
+            pool_log_probs = _uniform(pool_log_probs)
+        pool = _choose(
+            pool_log_probs, _random_if(c.ablation == "random-selection", mode), given.pool if given else None
+        )
         log_p_sel = pool_log_probs.gather(1, pool.unsqueeze(1)).squeeze(1)
 
         vectors = self.matching.backbone_vectors(ctx)
         match_log_probs = self.matching(query_embeddings, difficulty, condition, ctx, pool, vectors)  # [B, R, M]
-        backbones = _choose(match_log_probs, mode, given.backbones if given else None)
+        if c.ablation == "random-matching":
+            match_log_probs = _uniform(match_log_probs)
+        backbones = _choose(
+            match_log_probs, _random_if(c.ablation == "random-matching", mode), given.backbones if given else None
+        )
         log_p_match = match_log_probs.gather(2, backbones.unsqueeze(2)).squeeze(2).sum(1)
 
-        agents = self.representation(ctx.role_embeddings, query_embeddings, vectors[backbones])
+        if c.ablation == "role-only":
+            agents = self.representation.roles_only(ctx.role_embeddings, batch)
+        else:
+            agents = self.representation(ctx.role_embeddings, query_embeddings, vectors[backbones])
         log_latency = torch.log(ctx.backbone_latency_s[backbones])
         log_cost = torch.log(ctx.backbone_tok_cost[backbones])
         keep_logits = self.gating(agents, log_latency, log_cost, condition)
         gated = torch.ones_like(keep_logits, dtype=torch.bool)
         gated[:, ctx.decision_index] = False  # the decision agent carries no gate
+        if c.ablation == "no-gating":
+            gated[:] = False  # every agent stays
         if given is not None:
             keep = given.keep
         elif mode == "greedy":
@@ -127,15 +148,18 @@ class Controller(nn.Module):
         gate_terms = torch.where(keep, nn.functional.logsigmoid(keep_logits), nn.functional.logsigmoid(-keep_logits))
         log_p_gate = torch.where(gated, gate_terms, torch.zeros_like(gate_terms)).sum(1)
 
-        topology = self.topology(
-            agents,
-            log_latency,
-            keep,
-            ctx.decision_index,
-            condition,
-            mode,
-            given.topology if given is not None else None,
-        )
+        if c.ablation == "dense-topology":
+            topology = dense_topology(keep, ctx.decision_index)
+        else:
+            topology = self.topology(
+                agents,
+                log_latency,
+                keep,
+                ctx.decision_index,
+                condition,
+                mode,
+                given.topology if given is not None else None,
+            )
         parts = {"selection": log_p_sel, "matching": log_p_match, "gating": log_p_gate, "topology": topology.log_prob}
         entropy = (
             _categorical_entropy(pool_log_probs)
@@ -218,6 +242,17 @@ def _choose(log_probs: torch.Tensor, mode: str, given: torch.Tensor | None) -> t
     if mode == "greedy":
         return log_probs.argmax(dim=-1)
     return torch.distributions.Categorical(logits=log_probs).sample()
+
+
+def _uniform(log_probs: torch.Tensor) -> torch.Tensor:
+    """A uniform distribution over the entries `log_probs` allows (finite, not masked)."""
+    allowed = log_probs > -1e8
+    return torch.log(allowed.float() / allowed.sum(dim=-1, keepdim=True))
+
+
+def _random_if(random: bool, mode: str) -> str:
+    """A random ablation stays random at deployment: its greedy mode samples."""
+    return "sample" if random and mode == "greedy" else mode
 
 
 def _categorical_entropy(log_probs: torch.Tensor) -> torch.Tensor:

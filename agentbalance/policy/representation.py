@@ -30,3 +30,7 @@ class AgentRepresentation(nn.Module):
         context = torch.cat([self.query(query_embeddings).unsqueeze(1), assigned_backbones], dim=1)
         attended, _ = self.attention(own, context, context, need_weights=False)
         return own + self.gamma * self.context_projection(attended)
+
+    def roles_only(self, role_embeddings: torch.Tensor, batch: int) -> torch.Tensor:
+        """The ablation "role-only representation": h_i = W_role role_i, blind to query and backbones."""
+        return self.role(role_embeddings).unsqueeze(0).expand(batch, -1, -1)

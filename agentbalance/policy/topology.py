@@ -145,6 +145,21 @@ class LatencyAwareTopology(nn.Module):
         return TopologyChoice(order, hops, edges, log_prob, entropy, expected_length)
 
 
+def dense_topology(keep: torch.Tensor, decision_index: int) -> TopologyChoice:
+    """The ablation "dense topology": every kept agent feeds every later one (ascending role order) and
+    the decision agent; nothing is sampled, so the log-probability and entropy are 0."""
+    batch, roles = keep.shape
+    candidates = keep.clone()
+    candidates[:, decision_index] = False
+    order = _canonical_order(torch.arange(roles).expand(batch, roles), candidates)
+    forward = torch.ones(roles, roles, dtype=torch.bool).triu(diagonal=1)  # i -> j for role i < j
+    edges = forward.unsqueeze(0) & candidates.unsqueeze(2) & candidates.unsqueeze(1)
+    edges[:, :, decision_index] = candidates
+    count = candidates.sum(dim=1)
+    zeros = torch.zeros(batch)
+    return TopologyChoice(order, count.clamp_min(1), edges, zeros, zeros, 1 + count.float())
+
+
 def _gumbel(shape: torch.Size) -> torch.Tensor:
     uniform = torch.rand(shape).clamp(1e-9, 1 - 1e-9)
     return -torch.log(-torch.log(uniform))

@@ -1,0 +1,74 @@
+"""The paper's Table 3 variants: each replaces exactly one learned stage and still builds valid MAS."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agentbalance.catalog import Catalog
+from agentbalance.errors import AgentBalanceError
+from agentbalance.evaluation.methods import load_method, parse_methods
+from agentbalance.mas import MAS
+from agentbalance.policy.controller import ABLATIONS, Controller, ControllerConfig
+from agentbalance.pooling import build_pools, random_pools
+from tests.test_controller import EMBED, tiny_context
+
+BATCH = 64
+
+
+def ablated(ablation: str | None) -> Controller:
+    torch.manual_seed(0)
+    return Controller(tiny_context(roles=4, pools=(0, 0, 1, 1)), ControllerConfig(EMBED, 8, ablation=ablation))
+
+
+def constructed(controller: Controller) -> list[MAS]:
+    torch.manual_seed(1)
+    return controller.construct(torch.randn(BATCH, EMBED))
+
+
+@pytest.mark.parametrize("ablation", [a for a in ABLATIONS if a != "random-pools"])
+def test_every_variant_builds_valid_mas_with_an_exact_log_probability(ablation: str) -> None:
+    controller = ablated(ablation)
+    for mas in constructed(controller):
+        MAS(mas.agents, mas.edges, mas.decision)  # full validation
+    embeddings = torch.randn(8, EMBED)
+    step = controller(embeddings, mode="sample")
+    rescored = controller(embeddings, mode="given", given=step.decisions)
+    assert torch.allclose(step.log_prob, rescored.log_prob)
+
+
+def test_no_gating_keeps_every_agent_and_dense_topology_wires_every_forward_edge() -> None:
+    assert all(len(mas) == 4 for mas in constructed(ablated("no-gating")))
+    for mas in constructed(ablated("dense-topology")):
+        ids = list(mas.topological_order())
+        expected = {(ids[i], ids[j]) for j in range(len(ids)) for i in range(j)}
+        assert set(mas.edges) == expected
+
+
+def test_random_selection_and_matching_stay_random_at_deployment() -> None:
+    pools = {mas.pool for mas in constructed(ablated("random-selection"))}
+    assert pools == {0, 1}
+    backbones = [tuple(a.backbone for a in mas.agents) for mas in constructed(ablated("random-matching"))]
+    assert len(set(backbones)) > 4
+
+
+def test_role_only_representation_ignores_query_and_backbones() -> None:
+    controller = ablated("role-only")
+    agents = controller.representation.roles_only(controller.context.role_embeddings, 3)
+    assert torch.equal(agents[0], agents[2])
+
+
+def test_random_pools_keep_the_kept_backbones_and_the_pool_sizes() -> None:
+    real = build_pools(Catalog.load())
+    shuffled = random_pools(real, seed=3)
+    assert sorted(map(len, shuffled.pools)) == sorted(map(len, real.pools))
+    assert sorted(name for pool in shuffled.pools for name in pool) == sorted(real.kept)
+    assert shuffled.pools != real.pools
+    assert random_pools(real, seed=3).pools == shuffled.pools
+
+
+def test_ablation_names_are_checked_and_selectable() -> None:
+    with pytest.raises(AgentBalanceError, match="unknown ablation"):
+        ControllerConfig(ablation="no-brain")
+    assert parse_methods("ablations") == ["agentbalance", *(f"agentbalance-{a}" for a in ABLATIONS)]
+    assert load_method("agentbalance-no-gating").name == "agentbalance-no-gating"
