@@ -17,6 +17,7 @@ The derived triple follows the paper's §3.1.1, with these documented proxies:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -34,7 +35,7 @@ from agentbalance.shipped import default_catalog_path
 class CostAssumptions(BaseModel):
     """Typical token counts and speed constants behind TokCost and Lat; a catalog may override them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     prompt_tokens: float = Field(600.0, gt=0, description="typical prompt tokens of one agent call")
     completion_tokens: float = Field(300.0, gt=0, description="typical completion tokens, non-reasoning")
@@ -45,9 +46,12 @@ class CostAssumptions(BaseModel):
 
 
 class Backbone(BaseModel):
-    """One candidate LLM backbone; a thinking and a non-thinking variant of one model are two backbones."""
+    """One candidate LLM backbone; a thinking and a non-thinking variant of one model are two backbones.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Numbers must be finite (`.inf` in a price would make every cost infinite, `.nan` every comparison false).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1)
     model: str | None = Field(None, min_length=1, description="model id for live calls; defaults to name")
@@ -80,6 +84,18 @@ class Backbone(BaseModel):
             if not 0 <= value <= 100:
                 raise ValueError(f"score {benchmark}={value} is outside 0-100")
         return scores
+
+    @field_validator("request")
+    @classmethod
+    def _json_request(cls, request: dict[str, Any]) -> dict[str, Any]:
+        # every value goes into a JSON request body and the cache key: a YAML date or .nan would fail every call
+        try:
+            json.dumps(request, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"must hold JSON values only (strings, finite numbers, true/false, null, lists, maps): {error}"
+            ) from None
+        return request
 
     @field_validator("base_url")
     @classmethod

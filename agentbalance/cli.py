@@ -496,6 +496,11 @@ def build(
 
         built = run_build(spec, folder, on_stage=on_stage, on_epoch=on_epoch)
         progress.update(stage, description="done", total=1, completed=1)
+    if built.restored:
+        console.print(
+            f"resumed: {len(built.restored)} of {restarts} training runs restored from {folder / 'checkpoints'}",
+            highlight=False,
+        )
     result = built.result
     if as_json:
         payload = {
@@ -634,31 +639,35 @@ def evaluate(
 def export(
     model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
     query: Annotated[str, typer.Option(help="The query text.")],
-    output_format: Annotated[str, typer.Option("--format", help="json | mermaid")] = "json",
+    output_format: Annotated[str, typer.Option("--format", help="json | mermaid | autogen")] = "json",
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,
 ) -> None:
-    """Print the MAS the controller builds for one query, as JSON or a mermaid flowchart."""
-    if output_format not in ("json", "mermaid"):
-        raise AgentBalanceError(f"unknown --format {output_format!r}; use json or mermaid")
+    """Print the MAS the controller builds for one query: JSON, a mermaid flowchart, or a runnable
+    AutoGen script (`--format autogen`)."""
+    if output_format not in ("json", "mermaid", "autogen"):
+        raise AgentBalanceError(f"unknown --format {output_format!r}; use json, mermaid or autogen")
     from agentbalance.train.budgets import budget_condition
-    from agentbalance.train.build import load_controller, serving_budget
+    from agentbalance.train.build import load_controller, run_catalog, run_roles, serving_budget
 
     controller, config = load_controller(model)
     served, delta = serving_budget(config, _serve_budget(budget_tok, budget_lat))
     from agentbalance.encoders import TextEncoder
 
     (mas,) = controller.construct_texts([query], TextEncoder(), budget_condition(served, 1), delta=delta)
-    text = json.dumps(mas.to_json(), indent=2) if output_format == "json" else mas.to_mermaid()
+    if output_format == "autogen":
+        from agentbalance.adapters.autogen import autogen_script
+
+        text = autogen_script(mas, run_catalog(config), run_roles(model, config), query=query)
+    else:
+        text = json.dumps(mas.to_json(), indent=2) if output_format == "json" else mas.to_mermaid()
     sys.stdout.write(text + "\n")
 
 
 @app.command()
 @reports_user_errors
 def curve(
-    methods: Annotated[
-        str, typer.Option(help="Comma-separated methods, or 'all' (see README).")
-    ] = "agentbalance,single",
+    methods: Annotated[str, typer.Option(help="Comma-separated methods, or 'all' (see README).")] = "all",
     world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code|mixed.")] = None,
@@ -685,9 +694,6 @@ def curve(
     from agentbalance.train.reinforce import TrainConfig
 
     names = parse_methods(methods)
-    import torch
-
-    torch.set_num_threads(1)  # many small models on few cores: one thread is faster than several fighting
     spec = BuildSpec(
         world=world_spec,
         catalog=str(catalog) if catalog else None,

@@ -43,10 +43,43 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
         at = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise AgentBalanceError(f"{path}:{at}: malformed YAML: {problem}") from None
+    except RecursionError:  # PyYAML composes nested nodes recursively
+        raise AgentBalanceError(f"{path}: malformed YAML: nested too deeply to be a {what} file") from None
     if not isinstance(data, dict):
         found = "an empty file" if data is None else f"a {type(data).__name__}"
         raise AgentBalanceError(f"{path}: a {what} file must be a YAML mapping at top level, found {found}")
     return data
+
+
+class _NotJSON(ValueError):
+    """A Python extension of JSON (NaN, Infinity) that the JSON standard, and so our files, do not allow."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NotJSON(name)
+
+
+def parse_json(text: str, where: str, line: int | None = None) -> Any:
+    """Parse user-provided JSON strictly; every failure is an AgentBalanceError naming `where` and the position.
+
+    `line`: the line number of `text` in its file (one JSONL line); else positions are within `text`.
+    Rejected besides malformed text: NaN / Infinity (not JSON; Python's reader would turn them into floats
+    that poison a sum), integers too long for Python to read, and nesting too deep to parse.
+    """
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        at = f"line {line if line is not None else error.lineno}, column {error.colno}"
+        raise AgentBalanceError(f"{where}: {at}: malformed JSON: {error.msg}") from None
+    except _NotJSON as error:
+        at = f": line {line}" if line is not None else ""
+        raise AgentBalanceError(f"{where}{at}: {error} is not valid JSON (write null, a number or a string)") from None
+    except ValueError as error:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
+        at = f": line {line}" if line is not None else ""
+        raise AgentBalanceError(f"{where}{at}: unreadable JSON: {error}") from None
+    except RecursionError:
+        at = f": line {line}" if line is not None else ""
+        raise AgentBalanceError(f"{where}{at}: malformed JSON: nested too deeply") from None
 
 
 Schema = TypeVar("Schema", bound=BaseModel)
@@ -77,12 +110,7 @@ def read_jsonl_objects(path: str | Path, what: str) -> list[tuple[int, dict[str,
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise AgentBalanceError(
-                f"{path}: line {number}, column {error.colno}: malformed JSON: {error.msg}"
-            ) from None
+        value = parse_json(line, str(path), line=number)
         if not isinstance(value, dict):
             raise AgentBalanceError(f"{path}: line {number}: expected a JSON object, found {type(value).__name__}")
         objects.append((number, value))

@@ -6,7 +6,6 @@ it describes what to run and never runs anything itself.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError, describe_validation_error, require_unique_names
+from agentbalance.files import parse_json
 from agentbalance.roles import RoleSet
 
 
@@ -233,16 +233,12 @@ class MAS:
     def load(cls, path: str | Path) -> MAS:
         path = Path(path)
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise AgentBalanceError(f"MAS file not found: {path}") from None
         except (OSError, UnicodeDecodeError) as error:
             raise AgentBalanceError(f"cannot read MAS file {path}: {error}") from None
-        except json.JSONDecodeError as error:
-            raise AgentBalanceError(
-                f"{path}: line {error.lineno}, column {error.colno}: malformed JSON: {error.msg}"
-            ) from None
-        return cls.from_json(document, source=str(path))
+        return cls.from_json(parse_json(text, str(path)), source=str(path))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, MAS) and self.to_json() == other.to_json()

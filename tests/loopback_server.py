@@ -12,23 +12,26 @@ Usage:
 
 Every request is recorded (path, headers, JSON body, the response sent), so tests can assert what
 reached the wire. Faults are consumed in order: a model's own queue first, then the shared queue;
-`always` faults apply to every request for a model.
+`always` faults apply to every request for a model; when none applies, a `schedule` (a function of
+the request's number and body, e.g. `random_schedule(rate=0.05, ...)`) may still pick one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import random
 import socket
+import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-FaultKind = Literal["status", "malformed", "empty_choices", "no_usage", "drop", "slow"]
+FaultKind = Literal["status", "malformed", "empty_choices", "no_usage", "drop", "reset", "truncated", "slow"]
 Responder = Callable[[dict[str, Any]], str]
 
 
@@ -38,8 +41,11 @@ class Fault:
 
     status: an HTTP error (429, 500, 503, 401, 404, ...) with an OpenAI-style error body;
     malformed: HTTP 200 with a body that is not JSON; empty_choices: 200 with `choices: []`;
-    no_usage: 200 without `usage`; drop: close the connection without answering;
-    slow: sleep `delay_s` before a normal answer (a timeout when it exceeds the client's).
+    no_usage: 200 without `usage`; drop: close the connection without answering (FIN);
+    reset: abort the connection with a TCP RST (ECONNRESET at the client);
+    truncated: send the 200 headers and half the body, then reset the connection;
+    slow: a normal answer after `delay_s` (a timeout when it exceeds the client's).
+    Every kind waits `delay_s` first, so "a 500 after 2 s" is `Fault(status=500, delay_s=2)`.
     """
 
     kind: FaultKind = "status"
@@ -60,10 +66,45 @@ class RecordedRequest:
     received_at: float
     status: int = 0
     response: dict[str, Any] | None = None
+    fault: Fault | None = None  # the scripted misbehaviour, None for a prompt normal answer
 
     @property
     def model(self) -> str | None:
         return self.body.get("model") if self.body else None
+
+    @property
+    def answered(self) -> bool:
+        """Whether the client got a usable completion (HTTP 200 with choices), i.e. a paid answer."""
+        return self.status == 200 and bool(self.response and self.response.get("choices"))
+
+
+Schedule = Callable[[int, dict[str, Any]], Fault | None]
+"""Picks the fault of a request from its number (0-based, in arrival order) and JSON body; None: answer normally."""
+
+
+def random_schedule(
+    rate: float,
+    faults: Sequence[Fault],
+    seed: int = 0,
+    delay_s: tuple[float, float] = (0.0, 0.0),
+) -> Schedule:
+    """A fault from `faults` (uniformly) for a fraction `rate` of requests, else a normal answer after a random
+    delay in `delay_s`; reproducible from `seed` for a given arrival order (its own generator, under a lock)."""
+    if not 0 <= rate <= 1 or (rate > 0 and not faults):
+        raise ValueError(f"random_schedule: rate {rate} needs 0 <= rate <= 1 and at least one fault")
+    rng = random.Random(seed)
+    lock = threading.Lock()
+
+    def pick(number: int, body: dict[str, Any]) -> Fault | None:
+        with lock:
+            faulty = rng.random() < rate
+            fault = rng.choice(list(faults)) if faulty else None
+            delay = rng.uniform(*delay_s)
+        if fault is not None:
+            return fault
+        return Fault(kind="slow", delay_s=delay) if delay > 0 else None
+
+    return pick
 
 
 def default_responder(body: dict[str, Any]) -> str:
@@ -102,6 +143,8 @@ class LoopbackServer:
     _queue: list[Fault] = field(default_factory=list)
     _model_queues: dict[str, list[Fault]] = field(default_factory=dict)
     _always: dict[str, Fault] = field(default_factory=dict)
+    _schedule: Schedule | None = None
+    _arrivals: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
@@ -152,6 +195,11 @@ class LoopbackServer:
             else:
                 self._always[model] = fault
 
+    def schedule(self, schedule: Schedule | None) -> None:
+        """Consult `schedule` for every request no queued or `always` fault claims (None removes it)."""
+        with self._lock:
+            self._schedule = schedule
+
     def requests_for(self, model: str) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.model == model]
@@ -160,15 +208,17 @@ class LoopbackServer:
         with self._lock:
             return len(self.requests)
 
-    def _next_fault(self, model: str | None) -> Fault | None:
+    def _next_fault(self, model: str | None, body: dict[str, Any]) -> Fault | None:
         with self._lock:
+            number, self._arrivals = self._arrivals, self._arrivals + 1
             if model is not None and model in self._always:
                 return self._always[model]
             if model is not None and self._model_queues.get(model):
                 return self._model_queues[model].pop(0)
             if self._queue:
                 return self._queue.pop(0)
-            return None
+            schedule = self._schedule
+        return schedule(number, body) if schedule is not None else None
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -192,6 +242,9 @@ class _QuietServer(ThreadingHTTPServer):
     """Clients that drop a connection (timeouts, the `drop` fault) are expected here, not worth a traceback."""
 
     daemon_threads = True
+    request_queue_size = (
+        256  # the listen backlog: socketserver's 5 drops SYNs (a 1 s stall) when many clients connect at once
+    )
 
     def handle_error(self, request: object, client_address: object) -> None:
         if not isinstance(sys.exc_info()[1], OSError):
@@ -225,10 +278,13 @@ def _handler_for(server_state: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 body = None
             headers = {k.lower(): v for k, v in self.headers.items()}
 
+            fault: Fault | None = None
+
             def record(status: int, response: dict[str, Any] | None) -> None:
-                server_state._record(
-                    RecordedRequest(self.path, headers, body, raw, received, status=status, response=response)
-                )
+                """Record the request as it arrives (its answer is decided), then wait the fault's delay."""
+                server_state._record(RecordedRequest(self.path, headers, body, raw, received, status, response, fault))
+                if fault is not None and fault.delay_s > 0:
+                    time.sleep(fault.delay_s)
 
             if not self.path.rstrip("/").endswith("/chat/completions") or body is None:
                 record(404, None)
@@ -254,21 +310,17 @@ def _handler_for(server_state: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, error)
                 return
 
-            fault = server_state._next_fault(model)
-            if fault is None:
+            fault = server_state._next_fault(model, body)
+            if fault is None or fault.kind == "slow":
                 response = server_state.completion_body(body)
                 record(200, response)
-                self._send(200, response)
+                with contextlib.suppress(OSError):  # a slow answer's client may have given up first
+                    self._send(200, response)
             elif fault.kind == "status":
                 error = {"error": {"message": fault.message, "type": "server_error", "code": None}}
                 record(fault.status, error)
                 extra = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
                 self._send(fault.status, error, extra)
-            elif fault.kind == "slow":
-                record(200, None)
-                time.sleep(fault.delay_s)
-                with contextlib.suppress(OSError):  # the client may have given up first
-                    self._send(200, server_state.completion_body(body))
             elif fault.kind == "malformed":
                 record(200, None)
                 self._send_raw(200, b'{"id": "chatcmpl-x", "choices": [ {"message": ', "application/json")
@@ -286,6 +338,25 @@ def _handler_for(server_state: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 record(0, None)
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
+            elif fault.kind == "reset":
+                record(0, None)
+                self._reset()
+            elif fault.kind == "truncated":
+                record(0, None)
+                data = json.dumps(server_state.completion_body(body)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+                self._reset()
+
+        def _reset(self) -> None:
+            """Abort the connection: SO_LINGER 0 makes close() send a TCP RST instead of a FIN."""
+            self.close_connection = True
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
 
         def _send(self, status: int, payload: dict[str, Any], extra_headers: dict[str, str] | None = None) -> None:
             self._send_raw(status, json.dumps(payload).encode(), "application/json", extra_headers)

@@ -68,6 +68,14 @@ def test_run_export_and_evaluate_use_the_trained_controller(run_folder: Path, tm
         agentbalance("export", "--model", str(run_folder), "--query", "What is 12 * 12?", cwd=tmp_path).stdout
     )
     assert [a["backbone"] for a in exported["agents"]] == [a["backbone"] for a in record["agents"]]
+    script = agentbalance(
+        "export", "--model", str(run_folder), "--query", "What is 12 * 12?", "--format", "autogen", cwd=tmp_path
+    )
+    assert script.returncode == 0, script.stderr
+    compile(script.stdout, "exported.py", "exec")  # a runnable script: at least valid Python
+    assert "def build_flow" in script.stdout and "sk-" not in script.stdout
+    for agent in exported["agents"]:
+        assert agent["backbone"] in script.stdout
     evaluated = agentbalance("evaluate", "--model", str(run_folder), "--json", cwd=tmp_path)
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout)["n"] == 12

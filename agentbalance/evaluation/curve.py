@@ -21,7 +21,7 @@ from agentbalance.evaluation.methods import load_method
 from agentbalance.evaluation.metrics import SUMMARY_COLUMNS, Point, summary_row
 from agentbalance.experiment import Experiment
 from agentbalance.files import atomic_write
-from agentbalance.train.build import BuildSpec
+from agentbalance.train.build import BuildSpec, one_torch_thread
 
 CURVE_COLUMNS = ("method", "setting", "perf", "tok", "lat", "n")
 BASE_METHOD = "base"  # the row of the base MAS: the metrics' B_max and p_base
@@ -73,6 +73,19 @@ def run_curve(
         "limit": spec.limit,
     }
     _claim_folder(out, manifest)
+    with one_torch_thread():
+        return _sweep(spec, methods, points, out, on_point, on_stage, started)
+
+
+def _sweep(
+    spec: BuildSpec,
+    methods: Sequence[str],
+    points: int,
+    out: Path,
+    on_point: Callable[[CurveRow, bool], None],
+    on_stage: Callable[[str], None],
+    started: float,
+) -> CurveResult:
     rows = read_curve(out / "curve.csv")
     done = {(row.method, row.setting) for row in rows}
     experiment = Experiment.open(spec, on_stage=on_stage)

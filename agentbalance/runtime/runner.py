@@ -6,6 +6,7 @@ It executes a given MAS and accounts for it; it never decides which agents run (
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -30,8 +31,9 @@ class Caps:
 
     def __post_init__(self) -> None:
         for name, value in (("max_usd", self.max_usd), ("max_seconds", self.max_seconds)):
-            if value is not None and value <= 0:
-                raise AgentBalanceError(f"per-query cap {name} must be positive, got {value}")
+            # NaN would compare false everywhere and silently never cap; infinity is no cap: both are mistakes
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise AgentBalanceError(f"per-query cap {name} must be positive and finite, got {value}")
 
 
 @dataclass

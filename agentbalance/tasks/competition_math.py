@@ -40,6 +40,8 @@ def _problem_file(file: Path) -> Record:
         raw = json.loads(read_text(file, "MATH problem"))
     except json.JSONDecodeError as error:
         raise AgentBalanceError(f"{file}: line {error.lineno}: malformed JSON: {error.msg}") from None
+    except (ValueError, RecursionError) as error:  # a number of thousands of digits, nesting too deep
+        raise AgentBalanceError(f"{file}: unreadable JSON: {str(error) or type(error).__name__}") from None
     if not isinstance(raw, dict):
         raise AgentBalanceError(f"{file}: expected a JSON object, found {type(raw).__name__}")
     return str(file), {"unique_id": "/".join(file.resolve().parts[-3:]), **raw}

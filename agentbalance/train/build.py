@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from agentbalance.roles import Role, RoleSet
 from agentbalance.tasks.base import Task
 from agentbalance.tasks.registry import load_task
 from agentbalance.train.budgets import Budget, BudgetRange
+from agentbalance.train.checkpoints import RestartCheckpoints, build_fingerprint
 from agentbalance.train.data import Splits, task_splits, world_splits
 from agentbalance.train.reinforce import TrainConfig, Trainer, TrainResult, evaluation_json
 from agentbalance.worlds import LiveOptions, open_world
@@ -65,6 +67,7 @@ class Built:
     result: TrainResult
     splits: Splits
     out: Path
+    restored: list[int] = field(default_factory=list)  # restarts resumed from checkpoints of a killed build
 
 
 def embed_queries(encoder: TextEncoder, queries: list[Query]) -> dict[str, torch.Tensor]:
@@ -110,13 +113,29 @@ def build(
     on_stage: Callable[[str], None] = lambda stage: None,
     on_epoch: Callable[[int, dict[str, float]], None] | None = None,
 ) -> Built:
-    """Open the experiment, train on it, save the run folder."""
-    torch.manual_seed(spec.train.seed)
-    started = time.perf_counter()
-    experiment = Experiment.open(spec, roles, on_stage)
-    controller, trainer, result = train_on(experiment, spec, on_stage, on_epoch)
-    save_run(out, controller, spec, experiment.pools.pools, result, experiment.roles, time.perf_counter() - started)
-    return Built(controller, trainer, result, experiment.splits, out)
+    """Open the experiment, train on it, save the run folder (resuming from its restart checkpoints)."""
+    with one_torch_thread():
+        torch.manual_seed(spec.train.seed)
+        started = time.perf_counter()
+        experiment = Experiment.open(spec, roles, on_stage)
+        checkpoints = RestartCheckpoints(out / "checkpoints", build_fingerprint(spec))
+        controller, trainer, result = train_on(experiment, spec, on_stage, on_epoch, checkpoints)
+        seconds = time.perf_counter() - started
+        save_run(out, controller, spec, experiment.pools.pools, result, experiment.roles, seconds)
+    return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored)
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Train on one intra-op thread: floating-point sums then run in one fixed order, so one seed gives
+    bit-identical controllers in every process (with several threads they differ in the last bits and a
+    resumed build would not equal an uninterrupted one). The models are small: one thread costs little."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def train_on(
@@ -124,9 +143,11 @@ def train_on(
     spec: BuildSpec,
     on_stage: Callable[[str], None] = lambda stage: None,
     on_epoch: Callable[[int, dict[str, float]], None] | None = None,
+    checkpoints: RestartCheckpoints | None = None,
 ) -> tuple[Controller, Trainer, TrainResult]:
     """Independent training restarts on one experiment; the best on validation is kept (REINFORCE here
-    is high-variance). `spec` gives the budget (or range), the training knobs and the restarts."""
+    is high-variance). `spec` gives the budget (or range), the training knobs and the restarts; with
+    `checkpoints`, finished restarts are saved, and found ones are restored instead of retrained."""
     splits = experiment.splits
     best: tuple[tuple[int, float], Controller, Trainer, TrainResult] | None = None
     for restart in range(spec.restarts):
@@ -143,16 +164,29 @@ def train_on(
             experiment.grader,
             spec.budget_range,
         )
-        on_stage(f"pretraining the difficulty estimator (run {restart + 1} of {spec.restarts})")
-        trainer.pretrain_difficulty(splits.train)
-        on_stage(f"training (run {restart + 1} of {spec.restarts})")
         offset = restart * spec.train.epochs
+        saved = checkpoints.load(restart) if checkpoints is not None else None
+        if saved is not None:
+            on_stage(f"run {restart + 1} of {spec.restarts} restored from its checkpoint")
+            controller.config = saved.controller
+            controller.load_state_dict(saved.state)
+            result = saved.result
+            trainer.deltas = list(result.budget_range.deltas) if result.budget_range else [controller.config.delta]
+            for epoch, record in enumerate(result.history):
+                if on_epoch is not None:
+                    on_epoch(offset + epoch, record)
+        else:
+            on_stage(f"pretraining the difficulty estimator (run {restart + 1} of {spec.restarts})")
+            trainer.pretrain_difficulty(splits.train)
+            on_stage(f"training (run {restart + 1} of {spec.restarts})")
 
-        def report(epoch: int, record: dict[str, float], offset: int = offset) -> None:
-            if on_epoch is not None:
-                on_epoch(offset + epoch, record)
+            def report(epoch: int, record: dict[str, float], offset: int = offset) -> None:
+                if on_epoch is not None:
+                    on_epoch(offset + epoch, record)
 
-        result = trainer.train(splits.train, splits.val, splits.test, on_epoch=report)
+            result = trainer.train(splits.train, splits.val, splits.test, on_epoch=report)
+            if checkpoints is not None:
+                checkpoints.save(restart, controller, result)
         key = _restart_key(result, trainer.budget)
         if best is None or key > best[0]:
             best = (key, controller, trainer, result)
@@ -270,6 +304,14 @@ def serving_budget(config: dict[str, Any], budget: Budget | None) -> tuple[Budge
     return budget_range.serve(budget)
 
 
+def run_catalog(config: dict[str, Any]) -> Catalog:
+    """The catalog a run was built on (a replay world's, calibrated on its recordings)."""
+    saved_catalog = Catalog.load(config["catalog"]) if config["catalog"] else None
+    if str(config["world"]).startswith("replay:"):  # its pools come from the recording's accuracies
+        return open_world(config["world"], saved_catalog).calibrated_catalog()  # type: ignore[attr-defined]
+    return saved_catalog or Catalog.load()
+
+
 def load_controller(
     folder: Path, catalog: Catalog | None = None, roles: RoleSet | None = None, encoder: TextEncoder | None = None
 ) -> tuple[Controller, dict[str, Any]]:
@@ -280,12 +322,7 @@ def load_controller(
         raise AgentBalanceError(
             f"{folder}: the controller was trained on roles {config['role_names']}, not {list(roles.names)}"
         )
-    if catalog is None:
-        saved_catalog = Catalog.load(config["catalog"]) if config["catalog"] else None
-        if str(config["world"]).startswith("replay:"):  # its pools come from the recording's accuracies
-            catalog = open_world(config["world"], saved_catalog).calibrated_catalog()  # type: ignore[attr-defined]
-        else:
-            catalog = saved_catalog or Catalog.load()
+    catalog = catalog or run_catalog(config)
     pools = build_pools(catalog, k=config["pool_count"], seed=config["train"]["seed"])
     context = ControllerContext.build(catalog, pools, roles, encoder or TextEncoder())
     controller = Controller(context, ControllerConfig(**config["controller"]))

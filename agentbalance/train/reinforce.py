@@ -12,6 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -84,6 +85,27 @@ class TrainResult:
     difficulty: dict[str, object] = field(default_factory=dict)  # rank correlation on the test split
     budget_range: BudgetRange | None = None  # budget-conditioned: the range served, with calibrated deltas
     points: list[dict[str, object]] = field(default_factory=list)  # budget-conditioned: each grid budget
+
+    def to_json(self) -> dict[str, object]:
+        document = asdict(self)
+        document["budget_range"] = self.budget_range.to_json() if self.budget_range is not None else None
+        return document
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> TrainResult:
+        """The inverse of `to_json` (a restart checkpoint); malformed input raises KeyError/TypeError."""
+        saved_range = document["budget_range"]
+        return cls(
+            feasible=bool(document["feasible"]),
+            val=Evaluation(**document["val"]),
+            test=Evaluation(**document["test"]),
+            history=list(document["history"]),
+            lambdas=dict(document["lambdas"]),
+            cheapest=Evaluation(**document["cheapest"]),
+            difficulty=dict(document["difficulty"]),
+            budget_range=BudgetRange.from_json(saved_range) if saved_range is not None else None,
+            points=list(document["points"]),
+        )
 
 
 class Trainer:

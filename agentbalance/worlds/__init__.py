@@ -30,6 +30,9 @@ class LiveOptions:
     timeout_s: float = 60.0
     concurrency: int = 16
     parse: Callable[[str, Query], str | None] | None = None
+    api_key_file: Path | None = None  # a file holding only the key; else $AGENTBALANCE_API_KEY (or per backbone)
+    max_retries: int = 4
+    deadline_s: float | None = None  # the most seconds one call may take, retries included (None: derived)
 
 
 def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0, live: LiveOptions | None = None) -> World:
@@ -50,14 +53,17 @@ def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0, live: L
         from agentbalance.worlds.live import LiveWorld
 
         options = live or LiveOptions()
-        return LiveWorld(  # the key comes from the environment (or a per-backbone variable), never a flag
+        return LiveWorld(  # the key comes from the environment or a file the user names, never a flag's text
             catalog or Catalog.load(),
             base_url=options.base_url,
             concurrency=options.concurrency,
             timeout_s=options.timeout_s,
+            max_retries=options.max_retries,
             cache_dir=options.cache_dir,
             use_cache=options.use_cache,
             parse=options.parse,
             seed=seed,
+            deadline_s=options.deadline_s,
+            api_key_file=options.api_key_file,
         )
     raise AgentBalanceError(f"unknown world {spec!r}; use {WORLD_HELP}")

@@ -5,8 +5,10 @@ It must never log, store or repeat an API key, and never pay twice for a call it
 How a call is answered:
 
 * Endpoint and key: the backbone's `base_url` / `api_key_env` (catalog), else the world's `base_url` /
-  `api_key` arguments, else `$AGENTBALANCE_BASE_URL` / `$AGENTBALANCE_API_KEY`. Checked when the world is
-  built: a backbone without an endpoint or a key is a user error then, not in the middle of a sweep.
+  `api_key` (or `api_key_file`: a file the user names, holding only the key) arguments, else
+  `$AGENTBALANCE_BASE_URL` / `$AGENTBALANCE_API_KEY`. Keys come from nowhere else (never a catalog value,
+  never a flag's text). Checked when the world is built: a backbone without an endpoint or a key is a user
+  error then, not in the middle of a sweep.
 * Request: `model` = the backbone's model id, temperature 0 (overridable), `max_tokens` when set, then
   the backbone's `request` mapping: keys the SDK knows (reasoning_effort, temperature, top_p, ...) as
   arguments, the others (enable_thinking, ...) in the JSON body via `extra_body`; a `null` value drops
@@ -19,6 +21,9 @@ How a call is answered:
   or a date; `retry-after-ms` too) when given, capped at 120 s, plus up to `backoff_base_s` of jitter;
   else full jitter, uniform(0, min(backoff_max_s, backoff_base_s * 2^retry)). Then AgentCallFailed (the
   runner records it) carrying the elapsed seconds, waits included.
+* Deadline: a call ends within `deadline_s` of its first request (default: every attempt's timeout plus
+  the longest backoffs). Each attempt's timeout is cut to what is left; a wait that would end past the
+  deadline (a long Retry-After) is not waited: the call fails at once, recorded, with the reason.
   Not retried, recorded: other 4xx (400 context too long, ...), malformed JSON, empty `choices`
   (nothing is paid twice for an answer that might have been billed).
 * User errors (AgentBalanceError, the run stops, one line without a key): no endpoint or key
@@ -27,7 +32,8 @@ How a call is answered:
 * Usage: `usage.prompt_tokens`, `completion_tokens` (reasoning included, as the APIs count it) and
   `completion_tokens_details.reasoning_tokens`. An endpoint that reports no usage gets estimated
   tokens (prompt: `estimate_prompt_tokens`; completion: characters / 4) and the completion says so:
-  `LiveCompletion.usage_estimated` is True, `stats.usage_estimated` counts it, and a warning is logged.
+  `LiveCompletion.usage_estimated` is True, `stats.usage_estimated` counts it, and a warning is logged
+  (once per model and world, not once per call).
 * Latency: the measured wall seconds of the successful HTTP attempt (not the retries' waits, which
   are the endpoint's rate limits, not the backbone's speed). Cost: `backbone.call_cost_usd(usage)`.
 """
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import email.utils
 import inspect
 import json
@@ -127,7 +134,7 @@ class _Failure:
     kind: Literal["retry", "fail", "user"]
     reason: str
     retry_after_s: float | None = None
-    unreachable: bool = False
+    unreachable: bool = False  # nothing listens there (connection refused), as opposed to a dropped link
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -155,6 +162,61 @@ class _LoopState:
             await asyncio.Event().wait()
         finally:
             await self.close_clients()
+
+
+@dataclass
+class _Deadline:
+    """One call's deadline: it starts with the first request and covers every attempt and wait after it."""
+
+    seconds: float
+    started: float | None = None
+
+    def start(self) -> None:
+        if self.started is None:
+            self.started = time.perf_counter()
+
+    def remaining_s(self) -> float:
+        if self.started is None:
+            return self.seconds
+        return self.seconds - (time.perf_counter() - self.started)
+
+
+MAX_KEY_FILE_BYTES = 4096
+
+
+def read_api_key_file(path: Path) -> str:
+    """The API key held by a file the user names: its only line, stripped.
+
+    Errors name the file and never quote its content (it may be a key, or a key with a typo).
+    A file that others may read is used, with a warning: that is the user's call, as ssh would not make it.
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_KEY_FILE_BYTES + 1)
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise AgentBalanceError(f"API key file not found: {path}") from None
+    except IsADirectoryError:
+        raise AgentBalanceError(f"API key file {path} is a directory, not a file") from None
+    except OSError as error:
+        raise AgentBalanceError(
+            f"cannot read the API key file {path}: {error.strerror or type(error).__name__}"
+        ) from None
+    if len(data) > MAX_KEY_FILE_BYTES:
+        raise AgentBalanceError(
+            f"API key file {path} is larger than {MAX_KEY_FILE_BYTES} bytes: it should hold only a key"
+        )
+    try:
+        key = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise AgentBalanceError(f"API key file {path} is not UTF-8 text") from None
+    if not key:
+        raise AgentBalanceError(f"API key file {path} is empty")
+    if any(char.isspace() for char in key) or not key.isprintable():
+        raise AgentBalanceError(f"API key file {path} must hold only the key, on one line (no spaces, no NAME=value)")
+    if mode & 0o077:
+        log.warning("live world: the API key file %s can be read by other users; consider chmod 600", path)
+    return key
 
 
 def display_url(url: str) -> str:
@@ -189,15 +251,26 @@ class LiveWorld:
         temperature: float | None = 0.0,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 30.0,
+        deadline_s: float | None = None,
+        api_key_file: Path | None = None,
     ) -> None:
         if concurrency < 1:
             raise AgentBalanceError(f"live world: concurrency must be at least 1, got {concurrency}")
-        if not timeout_s > 0:
+        if not (math.isfinite(timeout_s) and timeout_s > 0):
             raise AgentBalanceError(f"live world: timeout_s must be positive, got {timeout_s}")
         if max_retries < 0:
             raise AgentBalanceError(f"live world: max_retries must be 0 or more, got {max_retries}")
         if max_tokens is not None and max_tokens < 1:
             raise AgentBalanceError(f"live world: max_tokens must be at least 1, got {max_tokens}")
+        for name, value in (("backoff_base_s", backoff_base_s), ("backoff_max_s", backoff_max_s)):
+            if not (math.isfinite(value) and value >= 0):
+                raise AgentBalanceError(f"live world: {name} must be a finite number >= 0, got {value}")
+        if deadline_s is None:  # room for every attempt to time out and every backoff to be its longest
+            deadline_s = timeout_s * (max_retries + 1) + backoff_max_s * max_retries
+        if not (math.isfinite(deadline_s) and deadline_s > 0):
+            raise AgentBalanceError(f"live world: deadline_s must be a positive number, got {deadline_s}")
+        if api_key is not None and api_key_file is not None:
+            raise AgentBalanceError("live world: give an API key or an API key file, not both")
         self.catalog = catalog
         self.concurrency = concurrency
         self.timeout_s = float(timeout_s)
@@ -206,11 +279,16 @@ class LiveWorld:
         self.temperature = temperature
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
+        self.deadline_s = float(deadline_s)
         self.parse: Parse = parse or default_parse
         self.seed = seed
         self.stats = LiveStats()
         self._base_url = base_url
         self._api_key = api_key
+        self._api_key_source = "the api_key argument"
+        if api_key_file is not None:
+            self._api_key, self._api_key_source = read_api_key_file(Path(api_key_file)), f"the key file {api_key_file}"
+        self._estimated_models: set[str] = set()  # models already warned about for missing usage
         self._rng = random.Random(seed)  # backoff jitter only; answers never depend on it
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._sdk_arguments = _sdk_arguments()
@@ -244,7 +322,7 @@ class LiveWorld:
                     f"live world: backbone {backbone.name!r} takes its API key from {source}, which is not set"
                 )
         elif self._api_key:
-            key, source = self._api_key, "the api_key argument"
+            key, source = self._api_key, self._api_key_source
         else:
             key, source = os.environ.get(ENV_API_KEY), f"${ENV_API_KEY}"
             if not key:
@@ -321,22 +399,34 @@ class LiveWorld:
         )
 
     async def _fetch(self, call: AgentCall, endpoint: Endpoint, params: dict[str, Any]) -> CachedResponse:
-        """Attempts with backoff until one succeeds, a user error stops the run, or the retries run out."""
+        """Attempts with backoff until one succeeds, a user error stops the run, or the retries or the deadline
+        run out; then AgentCallFailed, which the runner records."""
         started = time.perf_counter()
+        clock = _Deadline(self.deadline_s)
         attempts = 0
+        refused = 0
         while True:
             attempts += 1
-            outcome = await self._attempt(call, endpoint, params)
+            outcome = await self._attempt(call, endpoint, params, clock)
             if isinstance(outcome, CachedResponse):
                 return outcome
             if outcome.kind == "user":
                 raise AgentBalanceError(outcome.reason)
+            refused += outcome.unreachable
             if outcome.kind == "retry" and attempts <= self.max_retries:
+                wait_s = self._backoff_s(attempts - 1, outcome.retry_after_s)
+                if clock.remaining_s() <= wait_s:
+                    outcome = dataclasses.replace(
+                        outcome,
+                        reason=f"{outcome.reason}; a retry in {wait_s:.3g} s would pass the call's "
+                        f"{self.deadline_s:g} s deadline",
+                    )
+                    break
                 self.stats.retries += 1
-                await asyncio.sleep(self._backoff_s(attempts - 1, outcome.retry_after_s))
+                await asyncio.sleep(wait_s)
                 continue
             break
-        if outcome.unreachable:
+        if refused == attempts:
             raise AgentBalanceError(
                 f"live world: cannot reach the endpoint {endpoint.display_url} (connection failed on all "
                 f"{attempts} attempts); is it running, and is the base URL right?"
@@ -356,8 +446,11 @@ class LiveWorld:
             return min(retry_after_s, MAX_RETRY_AFTER_S) + self._rng.uniform(0, self.backoff_base_s)
         return self._rng.uniform(0, min(self.backoff_max_s, self.backoff_base_s * 2**retry))
 
-    async def _attempt(self, call: AgentCall, endpoint: Endpoint, params: dict[str, Any]) -> CachedResponse | _Failure:
-        """One HTTP request under the concurrency limit and a hard timeout; never raises an SDK error.
+    async def _attempt(
+        self, call: AgentCall, endpoint: Endpoint, params: dict[str, Any], clock: _Deadline
+    ) -> CachedResponse | _Failure:
+        """One HTTP request under the concurrency limit and a hard timeout (cut to the call's deadline);
+        never raises an SDK error.
 
         Failures are turned into our own messages inside the `except` blocks and raised by the caller
         outside them, so no SDK exception (whose text or request may carry a key) is chained to ours.
@@ -369,14 +462,18 @@ class LiveWorld:
         failure: _Failure | None = None
         content = b""
         async with state.limit:
+            clock.start()  # the deadline runs from the first request, not from queueing behind our own limit
+            timeout_s = min(self.timeout_s, clock.remaining_s())
+            if timeout_s <= 0:
+                return _Failure("fail", f"the call's {self.deadline_s:g} s deadline passed")
             self.stats.requests += 1
             started = time.perf_counter()
             try:
-                async with asyncio.timeout(self.timeout_s):
+                async with asyncio.timeout(timeout_s):
                     raw = await client.chat.completions.with_raw_response.create(
                         model=call.backbone.model_id,
                         messages=call.messages,  # type: ignore[arg-type]  # plain role/content dicts
-                        timeout=self.timeout_s,
+                        timeout=timeout_s,
                         extra_body=extra_body or None,
                         **kwargs,
                     )
@@ -384,7 +481,7 @@ class LiveWorld:
             except openai.APIStatusError as error:
                 failure = self._status_failure(call, endpoint, error.status_code, error.response.headers, error.body)
             except (openai.APITimeoutError, TimeoutError):
-                failure = _Failure("retry", f"timed out after {self.timeout_s:g} s")
+                failure = _Failure("retry", f"timed out after {timeout_s:.3g} s")
             except openai.APIConnectionError as error:
                 refused = _connection_refused(error)
                 failure = _Failure("retry", "connection refused" if refused else "connection lost", unreachable=refused)
@@ -434,7 +531,7 @@ class LiveWorld:
         """The answer and usage from a 200 response body; malformed bodies and empty choices are failures."""
         try:
             data = json.loads(content)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting, still not a completion
             return _Failure("fail", "the endpoint answered with malformed JSON")
         if not isinstance(data, dict):
             return _Failure("fail", "the endpoint answered with JSON that is not a chat completion")
@@ -447,11 +544,14 @@ class LiveWorld:
         text = _message_text(message.get("content") if isinstance(message, Mapping) else None)
         if usage is None:
             self.stats.usage_estimated += 1
-            log.warning(
-                "live world: the endpoint reported no usage for model %r; tokens estimated as characters / %d",
-                call.backbone.model_id,
-                CHARS_PER_TOKEN,
-            )
+            if call.backbone.model_id not in self._estimated_models:
+                self._estimated_models.add(call.backbone.model_id)
+                log.warning(
+                    "live world: the endpoint reported no usage for model %r; tokens estimated as characters / %d "
+                    "(said once per model)",
+                    call.backbone.model_id,
+                    CHARS_PER_TOKEN,
+                )
             return CachedResponse(
                 text=text,
                 prompt_tokens=estimate_prompt_tokens(call),

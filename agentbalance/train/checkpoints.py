@@ -1,0 +1,86 @@
+"""Restart checkpoints: a killed `build` rerun with the same command resumes after its last finished restart.
+
+Each finished training restart is saved as `restart-K.pt` (the controller's weights) and `restart-K.json`
+(its configuration, result, a SHA-256 of the weights and the fingerprint of the build's options), both
+written atomically. A checkpoint of other options, or one whose weights do not match their checksum (a
+torn or damaged write), is ignored and that restart is trained again; nothing is silently trusted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agentbalance.files import atomic_write
+from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.train.reinforce import TrainResult
+
+CHECKPOINT_FORMAT = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class RestartCheckpoint:
+    state: dict[str, torch.Tensor]
+    controller: ControllerConfig
+    result: TrainResult
+
+
+class RestartCheckpoints:
+    """The checkpoints of one build's restarts in `folder`, valid only for builds of `fingerprint`."""
+
+    def __init__(self, folder: Path, fingerprint: str) -> None:
+        self.folder = folder
+        self.fingerprint = fingerprint
+        self.restored: list[int] = []  # restarts this build took from a checkpoint instead of training
+
+    def save(self, restart: int, controller: Controller, result: TrainResult) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        buffer = io.BytesIO()
+        torch.save(controller.state_dict(), buffer)
+        weights = buffer.getvalue()
+        atomic_write(self.folder / f"restart-{restart}.pt", weights)
+        document = {
+            "format": CHECKPOINT_FORMAT,
+            "fingerprint": self.fingerprint,
+            "sha256": hashlib.sha256(weights).hexdigest(),
+            "controller": dataclasses.asdict(controller.config),
+            "result": result.to_json(),
+        }
+        atomic_write(self.folder / f"restart-{restart}.json", json.dumps(document))
+
+    def load(self, restart: int) -> RestartCheckpoint | None:
+        """The checkpoint of a finished restart, or None when absent, of other options, or damaged."""
+        meta_path, weights_path = self.folder / f"restart-{restart}.json", self.folder / f"restart-{restart}.pt"
+        if not (meta_path.is_file() and weights_path.is_file()):
+            return None
+        try:
+            document: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
+            weights = weights_path.read_bytes()
+            if (
+                document.get("format") != CHECKPOINT_FORMAT
+                or document.get("fingerprint") != self.fingerprint
+                or document.get("sha256") != hashlib.sha256(weights).hexdigest()
+            ):
+                return None
+            state = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
+            checkpoint = RestartCheckpoint(
+                state, ControllerConfig(**document["controller"]), TrainResult.from_json(document["result"])
+            )
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, RuntimeError):
+            return None  # unreadable: train this restart again (the checkpoint is never trusted half-way)
+        self.restored.append(restart)
+        return checkpoint
+
+
+def build_fingerprint(spec: object) -> str:
+    """A digest of every option that changes what a build trains (not how calls are transported)."""
+    options = dataclasses.asdict(dataclasses.replace(spec, live=None))  # type: ignore[type-var]
+    live = getattr(spec, "live", None)
+    options["live_base_url"] = getattr(live, "base_url", None)
+    return hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()

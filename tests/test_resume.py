@@ -1,0 +1,113 @@
+"""Crash and resume: a `build` killed mid-way (SIGKILL) and rerun finishes with the same result, pays for
+no LLM call twice, and never trusts a torn checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from tests.loopback_server import LoopbackServer
+from tests.test_cli_build import agentbalance
+
+SMALL = ["--train", "16", "--val", "8", "--test", "8", "--epochs", "2", "--restarts", "2"]
+
+
+def build_args(out: Path, *extra: str) -> list[str]:
+    return ["build", "--budget-tok", "0.5", *SMALL, *extra, "--out", str(out), "--json"]
+
+
+def kill_after_first_restart(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    """Start `agentbalance *args`, SIGKILL it as soon as its first restart checkpoint exists."""
+    out = Path(args[args.index("--out") + 1])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentbalance.cli", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    while not (out / "checkpoints" / "restart-0.json").is_file():
+        assert process.poll() is None, "the build ended before its first checkpoint"
+        assert time.monotonic() < deadline, "no checkpoint within 5 minutes"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (out / "metrics.json").is_file(), "killed too late to test a resume"
+
+
+def outcome(out: Path) -> tuple[dict[str, object], dict[str, torch.Tensor]]:
+    metrics = json.loads((out / "metrics.json").read_text())
+    metrics.pop("seconds")
+    return metrics, torch.load(out / "controller.pt", weights_only=True)
+
+
+def same_state(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_killed_build_resumes_to_the_same_controller(tmp_path: Path) -> None:
+    reference = agentbalance(*build_args(tmp_path / "reference"), cwd=tmp_path)
+    assert reference.returncode == 0, reference.stderr
+    kill_after_first_restart(build_args(tmp_path / "resumed"), tmp_path)
+    resumed = agentbalance(*build_args(tmp_path / "resumed"), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed: 1 of 2 training runs restored" in resumed.stderr
+    assert json.loads(resumed.stdout) | {"out": ""} == json.loads(reference.stdout) | {"out": ""}
+    metrics, state = outcome(tmp_path / "resumed")
+    expected_metrics, expected_state = outcome(tmp_path / "reference")
+    assert metrics == expected_metrics and same_state(state, expected_state)
+
+
+def test_a_torn_checkpoint_is_detected_and_that_restart_trained_again(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = agentbalance(*build_args(out), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    expected = outcome(out)
+    weights = out / "checkpoints" / "restart-0.pt"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # a torn write
+    (out / "metrics.json").unlink()
+    again = agentbalance(*build_args(out), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "resumed: 1 of 2 training runs restored" in again.stderr  # restart 1 came from its checkpoint
+    metrics, state = outcome(out)
+    assert metrics == expected[0] and same_state(state, expected[1])
+
+
+def test_other_options_never_reuse_a_checkpoint(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert agentbalance(*build_args(out), cwd=tmp_path).returncode == 0
+    other = agentbalance("build", "--budget-tok", "0.2", *SMALL, "--out", str(out), cwd=tmp_path)
+    assert other.returncode == 0, other.stderr
+    assert "resumed" not in other.stdout + other.stderr
+    assert json.loads((out / "config.json").read_text())["budget"]["tok"] == 0.2
+
+
+def test_a_killed_live_build_pays_for_no_call_twice(tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        "".join(json.dumps({"id": f"q{i}", "question": f"What is {i} + 4 - {i}?", "answer": "4"}) + "\n"
+                for i in range(40)),
+        encoding="utf-8",
+    )  # fmt: skip
+    env = {"AGENTBALANCE_API_KEY": "sk-loopback"}
+    with LoopbackServer(api_keys={"sk-loopback"}) as server:
+
+        def live(cache: str) -> list[str]:
+            return ["--world", "live", "--base-url", server.base_url, "--cache-dir", str(tmp_path / cache),
+                    "--task", "jsonl", "--data", str(questions)]  # fmt: skip
+
+        done = agentbalance(*build_args(tmp_path / "reference", *live("cache-a")), cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        uninterrupted = server.count()
+        kill_after_first_restart(build_args(tmp_path / "resumed", *live("cache-b")), tmp_path, env)
+        done = agentbalance(*build_args(tmp_path / "resumed", *live("cache-b")), cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        assert server.count() - uninterrupted == uninterrupted, "the killed run and its rerun paid for a call twice"
