@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -59,6 +60,10 @@ CacheDirOption = Annotated[Path | None, typer.Option(help="Live world response c
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Live world: do not read or write the cache.")]
 TimeoutOption = Annotated[float, typer.Option(help="Live world: seconds per call before it is retried.")]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="LLM calls in flight at once.")]
+ApiKeyFileOption = Annotated[
+    Path | None,
+    typer.Option("--api-key-file", help="Live world: a file holding only the API key (else $AGENTBALANCE_API_KEY)."),
+]
 ServeBudgetTokOption = Annotated[
     float | None, typer.Option("--budget-tok", help="A --budget-conditioned model: serve this Tok budget.")
 ]
@@ -204,7 +209,7 @@ def _queries_for(question: str | None, input_path: Path | None, world: World, ta
 
 
 def _agents_table(trace: Trace) -> Table:
-    table = Table(title=f"query {trace.id}")
+    table = Table(title=f"query {escape(trace.id)}")  # ids, answers and errors are data, never markup
     for column in ("agent", "role", "backbone", "answer", "in tok", "out tok", "USD", "start s", "end s", "note"):
         table.add_column(
             column, justify="right" if column in ("in tok", "out tok", "USD", "start s", "end s") else "left"
@@ -212,16 +217,16 @@ def _agents_table(trace: Trace) -> Table:
     for agent in trace.agents:
         note = agent.error or agent.skipped or ""
         table.add_row(
-            agent.id,
-            agent.role,
-            agent.backbone,
-            agent.answer if agent.answer is not None else "-",
+            escape(agent.id),
+            escape(agent.role),
+            escape(agent.backbone),
+            escape(agent.answer) if agent.answer is not None else "-",
             str(agent.prompt_tokens),
             str(agent.completion_tokens),
             f"{agent.cost_usd:.6f}",
             f"{agent.start_s:.1f}",
             f"{agent.end_s:.1f}",
-            note,
+            escape(note),
         )
     return table
 
@@ -238,6 +243,7 @@ def run(
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, help="LLM calls in flight at once.")] = 32,
+    api_key_file: ApiKeyFileOption = None,
     task: Annotated[
         str | None, typer.Option(help="Take the queries from a task (mmlu, math, ...), scored by it.")
     ] = None,
@@ -260,7 +266,13 @@ def run(
     loaded_catalog = Catalog.load(catalog) if catalog is not None else None
     loaded_task = _load_task(task, data, limit, seed, question, input_path)
     live = LiveOptions(
-        base_url, cache_dir, not no_cache, timeout, concurrency, loaded_task.parse if loaded_task else None
+        base_url,
+        cache_dir,
+        not no_cache,
+        timeout,
+        concurrency,
+        loaded_task.parse if loaded_task else None,
+        api_key_file=api_key_file,
     )
     world = open_world(world_spec, loaded_catalog, seed=seed, live=live)
     from agentbalance.train.build import task_roles
@@ -294,10 +306,10 @@ def run(
         console.print(_agents_table(trace))
         verdict = {True: "correct", False: "wrong", None: "gold unknown"}[trace.correct]
         console.print(
-            f"answer: {trace.answer} ({verdict})  cost: ${trace.cost_usd:.6f}  "
+            f"answer: {escape(str(trace.answer))} ({verdict})  cost: ${trace.cost_usd:.6f}  "
             f"latency: {trace.latency_s:.1f} s (modelled critical path)  wall: {trace.wall_s:.3f} s"
             + (f"  failures: {trace.failures}" if trace.failures else "")
-            + (f"  capped: {trace.capped}" if trace.capped else ""),
+            + (f"  capped: {escape(trace.capped)}" if trace.capped else ""),
             highlight=False,
         )
     if len(traces) > 1:
@@ -436,6 +448,7 @@ def build(
     no_cache: NoCacheOption = False,
     timeout: TimeoutOption = 60.0,
     concurrency: ConcurrencyOption = 16,
+    api_key_file: ApiKeyFileOption = None,
     out: Annotated[Path | None, typer.Option(help="Run folder (default runs/<timestamp>).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the test result as one JSON object.")] = False,
 ) -> None:
@@ -464,7 +477,7 @@ def build(
         task=task,
         data=str(data) if data else None,
         limit=limit,
-        live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency),
+        live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file),
         restarts=restarts,
         budget_range=budget_range,
     )
@@ -576,6 +589,7 @@ def evaluate(
     no_cache: NoCacheOption = False,
     timeout: TimeoutOption = 60.0,
     concurrency: ConcurrencyOption = 16,
+    api_key_file: ApiKeyFileOption = None,
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
@@ -602,7 +616,7 @@ def evaluate(
         task=task or saved_task.get("name"),
         data=str(data) if data else saved_task.get("data"),
         limit=limit if limit is not None else saved_task.get("limit"),
-        live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency),
+        live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file),
     )
     world, pooling_catalog, _, loaded_task = resolve_world(spec)
     encoder = TextEncoder()
@@ -746,6 +760,7 @@ def record(
     cache_dir: Annotated[Path | None, typer.Option(help="Response cache folder.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the response cache.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Calls in flight at once.")] = 16,
+    api_key_file: ApiKeyFileOption = None,
     timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
 ) -> None:
@@ -756,7 +771,9 @@ def record(
     from agentbalance.worlds.recording import record as record_world
 
     loaded_task = load_task(task, data, limit, seed)
-    live = LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, loaded_task.parse)
+    live = LiveOptions(
+        base_url, cache_dir, not no_cache, timeout, concurrency, loaded_task.parse, api_key_file=api_key_file
+    )
     world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed, live=live)
     summary = asyncio.run(record_world(world, loaded_task, out, concurrency=concurrency))
     Console().print(

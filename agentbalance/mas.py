@@ -175,7 +175,8 @@ class MAS:
         node = {agent.id: f"n{index}" for index, agent in enumerate(self.agents)}  # ids mermaid accepts
         lines = ["flowchart LR"]
         for agent in self.agents:
-            label = f"{agent.id}: {agent.role}<br/>{agent.backbone}".replace('"', "'")
+            # names are user data: a quote or a line break in one must not end the label or the statement
+            label = " ".join(f"{agent.id}: {agent.role}<br/>{agent.backbone}".replace('"', "'").split())
             shape = f'[["{label}"]]' if agent.id == self.decision else f'["{label}"]'
             lines.append(f"    {node[agent.id]}{shape}")
         lines.extend(f"    {node[src]} --> {node[dst]}" for src, dst in self.edges)

@@ -21,7 +21,7 @@ from agentbalance.train.reinforce import TrainConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-SPECS = {"simulated": "sim", "mmlu-pro-dev": f"replay:{SHARED / 'mmlu-pro-dev'}"}
+SPECS = {"simulated": "sim"} | {name: f"replay:{SHARED / name}" for name in ("mmlu-pro-dev", "gsm8k-reasoning-dev")}
 
 
 def run_world(per_budget: dict[str, object], epochs: int) -> dict[str, object]:

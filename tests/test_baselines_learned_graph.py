@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -17,7 +17,9 @@ from agentbalance.evaluation.baselines.agentprune import PRUNING_RATIO, AgentPru
 from agentbalance.evaluation.baselines.base import PolicyGradientConfig, penalty_grid, topology_backbone
 from agentbalance.evaluation.baselines.gdesigner import GDesignerPolicy, GDesignerStyle
 from agentbalance.evaluation.methods import load_method
+from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
+from tests.conftest import fitting_cache
 
 METHODS = {
     "agentprune-style": AgentPruneStyle,
@@ -27,27 +29,12 @@ METHODS = {
 SHORT = PolicyGradientConfig(epochs=6, batch_queries=16)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    """These policies are tiny: on a shared 2-core machine a second torch thread only adds contention."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def fitted(small_experiment):
-    """Greedy MAS on the test split per (method, setting), each fitted once with the short config."""
-    cache: dict[tuple[str, str], list[MAS]] = {}
-
-    def masses(name: str, setting: str) -> list[MAS]:
-        if (name, setting) not in cache:
-            construct = METHODS[name](SHORT).fit(small_experiment, setting)
-            cache[name, setting] = construct(small_experiment.splits.test)
-        return cache[name, setting]
-
-    return masses
+def fitted(small_experiment: Experiment) -> Callable[[str, str], list[MAS]]:
+    return fitting_cache(small_experiment, METHODS, SHORT)
 
 
 @pytest.mark.parametrize("name", METHODS)

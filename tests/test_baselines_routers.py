@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -19,34 +19,21 @@ from agentbalance.evaluation.baselines.fixed import DEBATERS
 from agentbalance.evaluation.baselines.masrouter import MODES, MasRouterPolicy, MasRouterStyle
 from agentbalance.evaluation.baselines.rlfocal import FocalDiversityTable, RLFocalPolicy, RLFocalStyle, focal_diversity
 from agentbalance.evaluation.methods import load_method
+from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
+from tests.conftest import fitting_cache
 
 METHODS = {"masrouter-style": MasRouterStyle, "corl-style": CoRLStyle, "rlfocal-style": RLFocalStyle}
 SHORT = PolicyGradientConfig(epochs=3, batch_queries=16)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    """These policies are tiny: on a shared 2-core machine a second torch thread only adds contention."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def fitted(small_experiment):
-    """Greedy MAS on the test split per (method, setting), each fitted once with the short config."""
-    cache: dict[tuple[str, str], list[MAS]] = {}
-
-    def masses(name: str, setting: str) -> list[MAS]:
-        if (name, setting) not in cache:
-            construct = METHODS[name](SHORT).fit(small_experiment, setting)
-            cache[name, setting] = construct(small_experiment.splits.test)
-        return cache[name, setting]
-
-    return masses
+def fitted(small_experiment: Experiment) -> Callable[[str, str], list[MAS]]:
+    return fitting_cache(small_experiment, METHODS, SHORT)
 
 
 def tiny_context(roles: int = 3, backbones: int = 2, width: int = 16) -> ControllerContext:

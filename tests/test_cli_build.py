@@ -168,6 +168,19 @@ def test_run_in_the_live_world_against_a_loopback_endpoint(tmp_path: Path) -> No
             if path.is_file():
                 assert b"sk-loopback" not in path.read_bytes()
         assert "sk-loopback" not in done.stdout + done.stderr
+        key_file = tmp_path / "loopback.key"
+        key_file.write_text("sk-loopback\n")
+        key_file.chmod(0o600)
+        from_file = agentbalance(
+            *args[:-2], "--no-cache", "--api-key-file", str(key_file), "--json", "What is 5 + 5?",
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert from_file.returncode == 0, from_file.stderr
+        assert "sk-loopback" not in from_file.stdout + from_file.stderr
+        one_error_line(
+            agentbalance(*args[:-2], "--api-key-file", str(tmp_path / "none.key"), "x", cwd=tmp_path, env={}),
+            "none.key",
+        )
         wrong = agentbalance(
             *args[:-2], "--no-cache", "What is 3 + 3?", cwd=tmp_path, env={"AGENTBALANCE_API_KEY": "sk-wrong"}
         )

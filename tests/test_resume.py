@@ -111,3 +111,28 @@ def test_a_killed_live_build_pays_for_no_call_twice(tmp_path: Path) -> None:
         done = agentbalance(*build_args(tmp_path / "resumed", *live("cache-b")), cwd=tmp_path, env=env)
         assert done.returncode == 0, done.stderr
         assert server.count() - uninterrupted == uninterrupted, "the killed run and its rerun paid for a call twice"
+
+
+def test_a_killed_curve_sweep_resumes_to_the_same_points(tmp_path: Path) -> None:
+    args = ["curve", "--methods", "single,random,agentprune-style", "--points", "3",
+            "--train", "24", "--val", "12", "--test", "12"]  # fmt: skip
+    reference = agentbalance(*args, "--out", str(tmp_path / "reference"), cwd=tmp_path)
+    assert reference.returncode == 0, reference.stderr
+    out = tmp_path / "killed"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentbalance.cli", *args, "--out", str(out)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    while not (out / "curve.csv").is_file() or len((out / "curve.csv").read_text().splitlines()) < 9:
+        assert process.poll() is None and time.monotonic() < deadline, "the sweep ended before it could be killed"
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    resumed = agentbalance(*args, "--out", str(out), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "points resumed" in resumed.stdout.replace("\n", " ")
+    assert (out / "curve.csv").read_text() == (tmp_path / "reference" / "curve.csv").read_text()
+    assert (out / "summary.csv").read_text() == (tmp_path / "reference" / "summary.csv").read_text()

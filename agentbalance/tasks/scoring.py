@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from tokenize import TokenError
 from typing import Any
 
 __all__ = [
@@ -527,8 +528,8 @@ def _to_sympy(latex: str) -> Any:
         if _digits_bound(unevaluated) > _MAX_RESULT_DIGITS:
             raise _Unsupported(latex)
         return parse_expr(python, local_dict=dict(names), transformations=standard_transformations)
-    except (SyntaxError, TypeError, ValueError, ZeroDivisionError, AttributeError, RecursionError) as error:
-        raise _Unsupported(latex) from error
+    except (SyntaxError, TokenError, TypeError, ValueError, ZeroDivisionError, AttributeError, RecursionError) as error:
+        raise _Unsupported(latex) from error  # TokenError: unbalanced brackets reach Python's tokenizer
 
 
 def _sympy_equal(a: str, b: str) -> bool:

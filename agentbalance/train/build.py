@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
@@ -270,7 +270,31 @@ def read_run_config(folder: Path) -> dict[str, Any]:
             f"{folder}: checkpoint version {found!r} is not supported by this agentbalance "
             f"(expects {CHECKPOINT_VERSION}); rebuild it with `agentbalance build`"
         )
+    try:
+        _RunConfig.model_validate(config)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()[:6])
+        raise AgentBalanceError(f"{config_path}: the run configuration is damaged ({problems})") from None
     return config
+
+
+class _RunConfig(BaseModel):
+    """The keys of config.json that loading a controller relies on, with their types."""
+
+    model_config = ConfigDict(extra="allow")
+
+    version: int
+    world: str
+    catalog: str | None
+    roles: str | None
+    role_names: list[str]
+    pools: list[list[str]]
+    pool_count: int = Field(ge=1)
+    budget: dict[str, float | None]
+    controller: dict[str, Any]
+    train: dict[str, Any]
+    sizes: list[int]
+    budget_range: dict[str, Any] | None = None
 
 
 def run_roles(folder: Path, config: dict[str, Any]) -> RoleSet:
@@ -325,11 +349,21 @@ def load_controller(
     catalog = catalog or run_catalog(config)
     pools = build_pools(catalog, k=config["pool_count"], seed=config["train"]["seed"])
     context = ControllerContext.build(catalog, pools, roles, encoder or TextEncoder())
-    controller = Controller(context, ControllerConfig(**config["controller"]))
+    try:
+        controller_config = ControllerConfig(**config["controller"])
+    except TypeError as error:
+        raise AgentBalanceError(
+            f"{folder / 'config.json'}: the saved controller settings are damaged: {error}"
+        ) from None
+    controller = Controller(context, controller_config)
     try:
         state = torch.load(folder / "controller.pt", map_location="cpu", weights_only=True)
         controller.load_state_dict(state)
-    except (OSError, RuntimeError, KeyError) as error:
-        raise AgentBalanceError(f"{folder / 'controller.pt'}: cannot load the controller: {error}") from None
+    except Exception as error:  # a damaged file can fail torch.load in any way: each means "damaged"
+        detail = (str(error).splitlines() or [type(error).__name__])[0][:160]
+        raise AgentBalanceError(
+            f"{folder / 'controller.pt'}: cannot load the controller (damaged, or not a checkpoint of "
+            f"agentbalance build): {detail}"
+        ) from None
     controller.eval()
     return controller, config

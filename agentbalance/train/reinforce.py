@@ -42,6 +42,8 @@ class TrainConfig:
     lambda_tok: float | None = None  # fixed lambdas (the paper's mode): no dual ascent on that axis
     lambda_lat: float | None = None
     pretrain_steps: int = 400
+    calibrated_candidates: int = 3  # epochs whose delta is calibrated before the final choice
+    difficulty_lr_scale: float = 0.1  # the difficulty head's end-to-end learning rate, relative
     seed: int = 0
 
 
@@ -106,6 +108,19 @@ class TrainResult:
             budget_range=BudgetRange.from_json(saved_range) if saved_range is not None else None,
             points=list(document["points"]),
         )
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """One epoch's weights with its validation results (at each target budget, at the trained delta)."""
+
+    key: tuple[int, float]  # (targets met, mean score): the ranking before calibration
+    state: dict[str, torch.Tensor]
+    evaluations: list[Evaluation]
+
+    def behaviour(self) -> tuple[tuple[float, float], ...]:
+        """What the epoch's greedy policy did on validation: equal behaviours calibrate alike."""
+        return tuple((round(e.perf, 6), round(e.tok, 9)) for e in self.evaluations)
 
 
 class Trainer:
@@ -199,13 +214,19 @@ class Trainer:
         c = self.config
         generator = np.random.default_rng(c.seed)
         optimiser = torch.optim.Adam(
-            [p for name, p in self.controller.named_parameters() if not name.startswith("difficulty.")]
-            + list(self.controller.difficulty.parameters()),
+            [
+                {"params": [p for n, p in self.controller.named_parameters() if not n.startswith("difficulty.")]},
+                # the pretrained difficulty ranking is what lets delta spend a budget query by query:
+                # end-to-end training refines it slowly instead of flattening it
+                {
+                    "params": list(self.controller.difficulty.parameters()),
+                    "lr": c.learning_rate * c.difficulty_lr_scale,
+                },
+            ],
             lr=c.learning_rate,
         )
         history: list[dict[str, float]] = []
-        # (feasible targets, mean score, state, validation evaluations)
-        best: tuple[int, float, dict[str, torch.Tensor], list[Evaluation]] | None = None
+        snapshots: list[_Snapshot] = []  # every epoch's weights and validation results: candidates to calibrate
         for epoch in range(c.epochs):
             order = generator.permutation(len(train))
             rewards = []
@@ -236,13 +257,10 @@ class Trainer:
             if on_epoch is not None:
                 on_epoch(epoch, record)
             key = (sum(feasible), float(np.mean(scores)))
-            if best is None or key > (best[0], best[1]):
-                best = (*key, copy.deepcopy(self.controller.state_dict()), evaluations)
+            snapshots.append(_Snapshot(key, copy.deepcopy(self.controller.state_dict()), evaluations))
             for target, evaluation in enumerate(evaluations):
                 self.dual_update(evaluation, target)
-        assert best is not None
-        self.controller.load_state_dict(best[2])
-        calibrated = [self.calibrate_delta(val, best[3][target], target) for target in range(len(self.targets))]
+        calibrated = self._calibrate_candidates(val, snapshots)
         self.deltas = [delta for _, _, delta in calibrated]
         if self.budget_range is None:
             self.controller.config = dataclasses.replace(self.controller.config, delta=self.deltas[0])
@@ -271,6 +289,36 @@ class Trainer:
             budget_range=self.budget_range.with_deltas(self.deltas) if self.budget_range is not None else None,
             points=points,
         )
+
+    def _calibrate_candidates(
+        self, val: Sequence[Query], snapshots: Sequence[_Snapshot]
+    ) -> list[tuple[bool, Evaluation, float]]:
+        """Which epoch to keep is decided after calibration, not before: an epoch a little over budget at
+        the trained delta often beats every feasible one once delta is calibrated. The candidates: the
+        best epoch as trained, and the epochs of the highest mean validation Perf (distinct behaviours
+        only); each is calibrated at every target and the one meeting the most budgets with the best
+        mean Perf wins (validation only). Leaves the controller with the winner's weights."""
+        best_as_trained = max(snapshots, key=lambda snapshot: snapshot.key)
+        by_perf = sorted(snapshots, key=lambda snapshot: -float(np.mean([e.perf for e in snapshot.evaluations])))
+        candidates: list[_Snapshot] = [best_as_trained]
+        for snapshot in by_perf:
+            if len(candidates) > self.config.calibrated_candidates - 1:
+                break
+            if all(snapshot.behaviour() != chosen.behaviour() for chosen in candidates):
+                candidates.append(snapshot)
+        best: tuple[tuple[int, float], _Snapshot, list[tuple[bool, Evaluation, float]]] | None = None
+        for snapshot in candidates:
+            self.controller.load_state_dict(snapshot.state)
+            results = [
+                self.calibrate_delta(val, snapshot.evaluations[target], target) for target in range(len(self.targets))
+            ]
+            scores = [e.perf if ok else -e.excess(b) for (ok, e, _), b in zip(results, self.targets, strict=True)]
+            key = (sum(ok for ok, _, _ in results), float(np.mean(scores)))
+            if best is None or key > best[0]:
+                best = (key, snapshot, results)
+        assert best is not None
+        self.controller.load_state_dict(best[1].state)
+        return best[2]
 
     def calibrate_delta(
         self, val: Sequence[Query], current: Evaluation, target: int = -1
@@ -340,7 +388,7 @@ class Trainer:
         ]
         reward = torch.tensor(rewards).view(len(batch), samples)
         loss = (
-            policy_gradient_loss(reward, step.log_prob, step.entropy, c.entropy_bonus)
+            policy_gradient_loss(reward, step.log_prob, step.entropy, c.entropy_bonus, [int(t) for t in targets])
             + c.length_penalty * step.expected_length.mean()
         )
         optimiser.zero_grad()
@@ -381,16 +429,26 @@ class Trainer:
 
 
 def policy_gradient_loss(
-    reward: torch.Tensor, log_prob: torch.Tensor, entropy: torch.Tensor, entropy_bonus: float
+    reward: torch.Tensor,
+    log_prob: torch.Tensor,
+    entropy: torch.Tensor,
+    entropy_bonus: float,
+    groups: Sequence[int] | None = None,
 ) -> torch.Tensor:
     """REINFORCE with the mean reward of the other samples of the same query as baseline.
 
     `reward` is [queries, samples]; `log_prob` and `entropy` are flat, query-major. Advantages are
-    normalised, so a step has the same size whatever the scale of the cost penalties.
+    normalised, so a step has the same size whatever the scale of the cost penalties; with `groups`
+    (one label per query: its target budget) each group is normalised on its own, so queries trained
+    under a tight budget, whose penalties are large, do not drown the signal of the loose ones.
     """
-    advantage = (reward - reward.mean(dim=1, keepdim=True)).reshape(-1)
-    advantage = advantage / (advantage.std() + 1e-6)
-    return -(advantage * log_prob).mean() - entropy_bonus * entropy.mean()
+    advantage = reward - reward.mean(dim=1, keepdim=True)
+    labels = torch.as_tensor(list(groups) if groups is not None else [0] * len(reward))
+    for label in labels.unique():
+        rows = labels == label
+        if advantage[rows].numel() > 1:
+            advantage[rows] = advantage[rows] / (advantage[rows].std() + 1e-6)
+    return -(advantage.reshape(-1) * log_prob).mean() - entropy_bonus * entropy.mean()
 
 
 def evaluate_policy(

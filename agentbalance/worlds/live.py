@@ -21,11 +21,11 @@ How a call is answered:
   or a date; `retry-after-ms` too) when given, capped at 120 s, plus up to `backoff_base_s` of jitter;
   else full jitter, uniform(0, min(backoff_max_s, backoff_base_s * 2^retry)). Then AgentCallFailed (the
   runner records it) carrying the elapsed seconds, waits included.
+  Not retried, recorded: other 4xx (400 context too long, ...), malformed JSON, empty `choices`
+  (nothing is paid twice for an answer that might have been billed).
 * Deadline: a call ends within `deadline_s` of its first request (default: every attempt's timeout plus
   the longest backoffs). Each attempt's timeout is cut to what is left; a wait that would end past the
   deadline (a long Retry-After) is not waited: the call fails at once, recorded, with the reason.
-  Not retried, recorded: other 4xx (400 context too long, ...), malformed JSON, empty `choices`
-  (nothing is paid twice for an answer that might have been billed).
 * User errors (AgentBalanceError, the run stops, one line without a key): no endpoint or key
   configured; HTTP 401/403 (key rejected); HTTP 404 or a "model not found" 400 (unknown model);
   HTTP 402 (payment required); connection refused on every attempt (endpoint unreachable).

@@ -174,6 +174,9 @@ def _check_fractions(split: Sequence[float]) -> tuple[float, float, float]:
 # ----------------------------------------------------------------------------- reading a folder
 
 
+MAX_RECORDED_TOKENS = 10_000_000  # far beyond any context window; larger is a damaged or misaligned file
+
+
 def _read_outcomes(path: Path) -> pd.DataFrame:
     """outcomes.csv.gz as strings; the columns and every cell checked, errors naming the line and column."""
     if not path.is_file():
@@ -185,7 +188,8 @@ def _read_outcomes(path: Path) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise AgentBalanceError(f"{path}: empty (expected a CSV header: {','.join(OUTCOME_COLUMNS)})") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
-        raise AgentBalanceError(f"{path}: malformed CSV: {error}") from None
+        reason = " ".join(str(error).split())  # pandas ends its messages with a newline: keep one error line
+        raise AgentBalanceError(f"{path}: malformed CSV: {reason}") from None
     columns = [str(c) for c in table.columns]
     missing = [c for c in OUTCOME_COLUMNS if c not in columns]
     if missing:
@@ -208,7 +212,12 @@ def _read_outcomes(path: Path) -> pd.DataFrame:
         fail(table[column].str.strip() == "", column, "a non-empty name")
     fail(~table["correct"].isin(["0", "1"]), "correct", "0 or 1")
     tokens = pd.to_numeric(table["completion_tokens"], errors="coerce")
-    fail(tokens.isna() | (tokens < 0) | (tokens != tokens.round()), "completion_tokens", "a non-negative integer")
+    too_many = tokens > MAX_RECORDED_TOKENS  # also keeps int64 from overflowing
+    fail(
+        tokens.isna() | (tokens < 0) | (tokens != tokens.round()) | too_many,
+        "completion_tokens",
+        f"a non-negative integer up to {MAX_RECORDED_TOKENS:,}",
+    )
     result = pd.DataFrame(
         {
             "id": table["id"],
@@ -223,7 +232,8 @@ def _read_outcomes(path: Path) -> pd.DataFrame:
             continue
         text = table[column].str.strip()
         values = pd.to_numeric(text.where(text != "", None), errors="coerce")
-        fail((text != "") & (values.isna() | (values < 0)), column, "a non-negative number or empty")
+        # inf/nan would turn every sum of costs or latencies into inf/nan: a damaged file, not a measurement
+        fail((text != "") & ~(np.isfinite(values) & (values >= 0)), column, "a finite non-negative number or empty")
         result[column] = values.astype(np.float64)
     return result
 

@@ -17,8 +17,8 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import (
     Constructor,
     Penalty,
+    PenaltySweptMethod,
     PolicyGradientConfig,
-    penalty_grid,
     penalty_of,
     topology_backbone,
     train_sampled_policy,
@@ -141,7 +141,7 @@ def _bernoulli(
     return decisions, torch.where(allowed, log_prob, zero).sum(-1), torch.where(allowed, entropy, zero).sum(-1)
 
 
-class LearnedGraphMethod:
+class LearnedGraphMethod(PenaltySweptMethod):
     """A `Method` whose settings are the shared cost-penalty grid and whose fit trains a `GraphPolicy` by REINFORCE
     with the shared reward; `config` shortens training (tests), None is the shared default budget."""
 
@@ -149,9 +149,6 @@ class LearnedGraphMethod:
 
     def __init__(self, config: PolicyGradientConfig | None = None) -> None:
         self.config = config or PolicyGradientConfig()
-
-    def settings(self, experiment: Experiment, points: int) -> list[str]:
-        return penalty_grid(experiment, points)
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
         penalty = _checked_penalty(experiment, setting)

@@ -81,6 +81,18 @@ def topology_backbone(experiment: Experiment) -> str:
     return max(affordable, key=lambda n: (float(triples.at[n, "perf"]), -float(triples.at[n, "tok_cost"])))
 
 
+class PenaltySweptMethod:
+    """A learned baseline swept over the shared cost-penalty grid; `config` sets its training budget."""
+
+    name: str
+
+    def __init__(self, config: PolicyGradientConfig | None = None) -> None:
+        self.config = config
+
+    def settings(self, experiment: Experiment, points: int) -> list[str]:
+        return penalty_grid(experiment, points)
+
+
 class SampledPolicy(Protocol):
     """A learned MAS builder: samples MAS with their log-probabilities, or builds the most likely ones."""
 

@@ -33,6 +33,7 @@ from agentbalance.evaluation.baselines._routing import (
 from agentbalance.evaluation.baselines.base import (
     Constructor,
     Penalty,
+    PenaltySweptMethod,
     PolicyGradientConfig,
     penalty_grid,
     penalty_of,
@@ -108,7 +109,7 @@ class CoRLPolicy(RoutingPolicy):
         ]
 
 
-class CoRLStyle:
+class CoRLStyle(PenaltySweptMethod):
     """One budget-conditioned controller per experiment, trained on the first fit and reused by every setting;
     the settings are the shared cost-penalty grid ("kappa=K"), each fed to the model as its condition."""
 
@@ -118,9 +119,6 @@ class CoRLStyle:
         self.config = config or DEFAULT_CONFIG
         self.trainings = 0  # how many controllers were trained (one per experiment)
         self._trained: dict[int, tuple[Experiment, CoRLPolicy]] = {}  # id(experiment) -> (experiment, model)
-
-    def settings(self, experiment: Experiment, points: int) -> list[str]:
-        return penalty_grid(experiment, points)
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
         kappa = kappa_of(setting)

@@ -25,8 +25,7 @@ from agentbalance.evaluation.baselines._routing import (
 )
 from agentbalance.evaluation.baselines.base import (
     Constructor,
-    PolicyGradientConfig,
-    penalty_grid,
+    PenaltySweptMethod,
     penalty_of,
     train_sampled_policy,
 )
@@ -124,16 +123,10 @@ class MasRouterPolicy(RoutingPolicy):
         return result
 
 
-class MasRouterStyle:
+class MasRouterStyle(PenaltySweptMethod):
     """The cascade trained once per cost-penalty setting ("kappa=K", the shared grid of learned baselines)."""
 
     name = "masrouter-style"
-
-    def __init__(self, config: PolicyGradientConfig | None = None) -> None:
-        self.config = config
-
-    def settings(self, experiment: Experiment, points: int) -> list[str]:
-        return penalty_grid(experiment, points)
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
         kappa_of(setting)  # a clear error for a malformed setting before any training

@@ -34,8 +34,7 @@ from agentbalance.evaluation.baselines._routing import (
 )
 from agentbalance.evaluation.baselines.base import (
     Constructor,
-    PolicyGradientConfig,
-    penalty_grid,
+    PenaltySweptMethod,
     penalty_of,
     train_sampled_policy,
 )
@@ -153,17 +152,11 @@ class RLFocalPolicy(RoutingPolicy):
         return result
 
 
-class RLFocalStyle:
+class RLFocalStyle(PenaltySweptMethod):
     """The decider trained once per cost-penalty setting ("kappa=K", the shared grid of learned baselines), with
     ensembles of at most MAX_ENSEMBLE members: the penalty moves it from large strong teams to one cheap model."""
 
     name = "rlfocal-style"
-
-    def __init__(self, config: PolicyGradientConfig | None = None) -> None:
-        self.config = config
-
-    def settings(self, experiment: Experiment, points: int) -> list[str]:
-        return penalty_grid(experiment, points)
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
         kappa_of(setting)  # a clear error for a malformed setting before any training
