@@ -619,18 +619,8 @@ class GraphFlowRunner:
                 correct = False  # no answer is a wrong answer when the gold is known
             elif self.grader is not None:
                 correct = self.grader(query, answer)
-        return Trace(
-            id=query.id,
-            answer=answer,
-            correct=correct,
-            cost_usd=sum(a.cost_usd for a in agents),
-            prompt_tokens=sum(a.prompt_tokens for a in agents),
-            completion_tokens=sum(a.completion_tokens for a in agents),
-            latency_s=schedule[mas.decision][1],
-            wall_s=wall_s,
-            world=self.world.name if self.world is not None else "autogen",
-            agents=tuple(agents),
-        )
+        world = self.world.name if self.world is not None else "autogen"
+        return Trace.summed(query.id, answer, correct, tuple(agents), schedule[mas.decision][1], wall_s, world)
 
     @staticmethod
     def _latency(timed: _TimedClient) -> float:

@@ -207,16 +207,5 @@ class Runner:
             correct = self.grader(query, answer)
         if final is None and query.answer is not None:
             correct = False  # no answer is a wrong answer when the gold is known
-        return Trace(
-            id=query.id,
-            answer=answer,
-            correct=correct,
-            cost_usd=sum(a.cost_usd for a in agents),
-            prompt_tokens=sum(a.prompt_tokens for a in agents),
-            completion_tokens=sum(a.completion_tokens for a in agents),
-            latency_s=schedule[mas.decision][1],
-            wall_s=wall_s,
-            world=self.world.name,
-            agents=tuple(agents),
-            capped=capped,
-        )
+        latency_s = schedule[mas.decision][1]
+        return Trace.summed(query.id, answer, correct, tuple(agents), latency_s, wall_s, self.world.name, capped)

@@ -46,6 +46,33 @@ class Trace:
     agents: tuple[AgentTrace, ...] = field(default_factory=tuple)
     capped: str | None = None  # which per-query cap stopped new launches, if any
 
+    @classmethod
+    def summed(
+        cls,
+        query_id: str,
+        answer: str | None,
+        correct: bool | None,
+        agents: tuple[AgentTrace, ...],
+        latency_s: float,
+        wall_s: float,
+        world: str,
+        capped: str | None = None,
+    ) -> Trace:
+        """A trace whose cost and token totals are the sums of its agents' (one rule for every runner)."""
+        return cls(
+            id=query_id,
+            answer=answer,
+            correct=correct,
+            cost_usd=sum(a.cost_usd for a in agents),
+            prompt_tokens=sum(a.prompt_tokens for a in agents),
+            completion_tokens=sum(a.completion_tokens for a in agents),
+            latency_s=latency_s,
+            wall_s=wall_s,
+            world=world,
+            agents=agents,
+            capped=capped,
+        )
+
     @property
     def failures(self) -> int:
         return sum(agent.error is not None for agent in self.agents)
