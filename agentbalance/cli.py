@@ -34,6 +34,7 @@ from agentbalance.worlds.base import World
 if TYPE_CHECKING:
     from agentbalance.evaluation.curve import CurveRow
     from agentbalance.train.budgets import Budget
+    from agentbalance.train.reinforce import Evaluation
 
 app = typer.Typer(
     name="agentbalance",
@@ -242,17 +243,15 @@ def run(
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
-    concurrency: Annotated[int, typer.Option(min=1, help="LLM calls in flight at once.")] = 32,
+    concurrency: ConcurrencyOption = 32,
     api_key_file: ApiKeyFileOption = None,
-    task: Annotated[
-        str | None, typer.Option(help="Take the queries from a task (mmlu, math, ...), scored by it.")
-    ] = None,
-    data: Annotated[Path | None, typer.Option(help="The task's local data file or folder.")] = None,
-    limit: Annotated[int | None, typer.Option(help="The first N items of the task.")] = None,
-    base_url: Annotated[str | None, typer.Option(help="Live world endpoint (else $AGENTBALANCE_BASE_URL).")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(help="Live world response cache folder.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Live world: do not read or write the cache.")] = False,
-    timeout: Annotated[float, typer.Option(help="Live world: seconds per call before it is retried.")] = 60.0,
+    task: TaskOption = None,
+    data: DataOption = None,
+    limit: LimitOption = None,
+    base_url: BaseUrlOption = None,
+    cache_dir: CacheDirOption = None,
+    no_cache: NoCacheOption = False,
+    timeout: TimeoutOption = 60.0,
     max_usd: Annotated[float | None, typer.Option(help="Hard per-query USD cap (> 0).")] = None,
     max_seconds: Annotated[float | None, typer.Option(help="Hard per-query seconds cap (> 0).")] = None,
     budget_tok: ServeBudgetTokOption = None,
@@ -376,6 +375,22 @@ def _budget_points_table(points: list[dict[str, object]]) -> Table:
             f"{test['lat']:.1f}",
         )
     return table
+
+
+def _print_result_json(result: Evaluation, budget: Budget, feasible: bool, split: str, out: Path) -> None:
+    """The one-line JSON of `build --json` and `evaluate --json` (the same keys, by design)."""
+    payload = {
+        "perf": result.perf,
+        "tok": result.tok,
+        "lat": result.lat,
+        "budget_tok": budget.tok,
+        "budget_lat": budget.lat,
+        "feasible": feasible,
+        "split": split,
+        "n": result.n,
+        "out": str(out),
+    }
+    sys.stdout.write(json.dumps(payload) + "\n")
 
 
 def _evaluation_table(
@@ -516,18 +531,7 @@ def build(
         )
     result = built.result
     if as_json:
-        payload = {
-            "perf": result.test.perf,
-            "tok": result.test.tok,
-            "lat": result.test.lat,
-            "budget_tok": budget_tok,
-            "budget_lat": budget_lat,
-            "feasible": result.feasible,
-            "split": "test",
-            "n": result.test.n,
-            "out": str(folder),
-        }
-        sys.stdout.write(json.dumps(payload) + "\n")
+        _print_result_json(result.test, budget, result.feasible, "test", folder)
         return
     console.print(
         _evaluation_table(
@@ -632,18 +636,7 @@ def evaluate(
     result = evaluate_policy(controller, world, roles, embeddings, queries, served, grader=grader, delta=delta)
     feasible = result.meets(budget, upper=False)
     if as_json:
-        payload = {
-            "perf": result.perf,
-            "tok": result.tok,
-            "lat": result.lat,
-            "budget_tok": budget.tok,
-            "budget_lat": budget.lat,
-            "feasible": feasible,
-            "split": split,
-            "n": result.n,
-            "out": str(model),
-        }
-        sys.stdout.write(json.dumps(payload) + "\n")
+        _print_result_json(result, budget, feasible, split, model)
         return
     Console().print(_evaluation_table(f"{model} on {world.name}", [(split, result)], budget.tok, budget.lat))
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from agentbalance.errors import AgentBalanceError
-from agentbalance.evaluation.baselines._routing import Decisions, RoutingPolicy, kappa_of
-from agentbalance.evaluation.baselines.base import PolicyGradientConfig, penalty_grid
+from agentbalance.evaluation.baselines._routing import Decisions, RoutingPolicy
+from agentbalance.evaluation.baselines.base import PolicyGradientConfig, kappa_of, penalty_grid
 from agentbalance.evaluation.baselines.corl import CoRLPolicy, CoRLStyle, budget_condition
 from agentbalance.evaluation.baselines.fixed import DEBATERS
 from agentbalance.evaluation.baselines.masrouter import MODES, MasRouterPolicy, MasRouterStyle

@@ -18,7 +18,7 @@ from agentbalance.evaluation.baselines.fixed import base_mas
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerContext
-from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.policy.controller import ABLATIONS, Controller, ControllerConfig
 from agentbalance.pooling import random_pools
 from agentbalance.query import Query
 from agentbalance.train.budgets import Budget, BudgetRange, budget_condition
@@ -35,8 +35,9 @@ class AgentBalanceMethod:
         self.restarts = restarts
         self.ablation = ablation  # one of policy.controller.ABLATIONS: the paper's Table 3 variants
         if ablation is not None:
+            if ablation not in ABLATIONS:
+                raise AgentBalanceError(f"unknown ablation {ablation!r}; known: {', '.join(ABLATIONS)}")
             self.name = f"agentbalance-{ablation}"
-            ControllerConfig(ablation=ablation)  # checks the name
         self._trained: dict[int, tuple[Controller, BudgetRange]] = {}  # id(experiment) -> trained once
 
     def settings(self, experiment: Experiment, points: int) -> list[str]:

@@ -187,20 +187,10 @@ def train_on(
             result = trainer.train(splits.train, splits.val, splits.test, on_epoch=report)
             if checkpoints is not None:
                 checkpoints.save(restart, controller, result)
-        key = _restart_key(result, trainer.budget)
-        if best is None or key > best[0]:
-            best = (key, controller, trainer, result)
+        if best is None or result.score > best[0]:
+            best = (result.score, controller, trainer, result)
     assert best is not None
     return best[1], best[2], best[3]
-
-
-def _restart_key(result: TrainResult, budget: Budget) -> tuple[int, float]:
-    """Which restart to keep, on validation only: the most budgets met, then the best mean score."""
-    if not result.points:
-        return int(result.feasible), result.val.perf if result.feasible else -result.val.excess(budget)
-    met = [point for point in result.points if point["feasible"]]
-    perf = [point["val"]["perf"] for point in met]  # type: ignore[index]
-    return len(met), float(sum(perf) / len(perf)) if perf else 0.0  # type: ignore[arg-type]
 
 
 def save_run(

@@ -21,7 +21,7 @@ from agentbalance.files import atomic_write
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.train.reinforce import TrainResult
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2  # 2: results carry their validation score
 
 
 @dataclasses.dataclass(frozen=True)

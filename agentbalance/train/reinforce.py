@@ -87,6 +87,7 @@ class TrainResult:
     difficulty: dict[str, object] = field(default_factory=dict)  # rank correlation on the test split
     budget_range: BudgetRange | None = None  # budget-conditioned: the range served, with calibrated deltas
     points: list[dict[str, object]] = field(default_factory=list)  # budget-conditioned: each grid budget
+    score: tuple[int, float] = (0, 0.0)  # `budget_score` on validation after calibration: restarts compare it
 
     def to_json(self) -> dict[str, object]:
         document = asdict(self)
@@ -107,7 +108,16 @@ class TrainResult:
             difficulty=dict(document["difficulty"]),
             budget_range=BudgetRange.from_json(saved_range) if saved_range is not None else None,
             points=list(document["points"]),
+            score=(int(document["score"][0]), float(document["score"][1])),
         )
+
+
+def budget_score(evaluations: Sequence[Evaluation], budgets: Sequence[Budget]) -> tuple[int, float]:
+    """How well evaluations meet their budgets, to rank epochs and restarts on validation: the budgets
+    met (upper bounds), then the mean Perf, a missed budget counting as minus its relative excess."""
+    met = [e.meets(b) for e, b in zip(evaluations, budgets, strict=True)]
+    scores = [e.perf if ok else -e.excess(b) for e, b, ok in zip(evaluations, budgets, met, strict=True)]
+    return sum(met), float(np.mean(scores))
 
 
 @dataclass(frozen=True)
@@ -247,16 +257,12 @@ class Trainer:
                 "lambda_tok": lambda_tok,
                 "lambda_lat": lambda_lat,
             }
-            feasible = [e.meets(b) for e, b in zip(evaluations, self.targets, strict=True)]
-            scores = [
-                e.perf if ok else -e.excess(b) for e, b, ok in zip(evaluations, self.targets, feasible, strict=True)
-            ]
+            key = budget_score(evaluations, self.targets)
             if len(self.targets) > 1:
-                record["feasible_budgets"] = sum(feasible)
+                record["feasible_budgets"] = key[0]
             history.append(record)
             if on_epoch is not None:
                 on_epoch(epoch, record)
-            key = (sum(feasible), float(np.mean(scores)))
             snapshots.append(_Snapshot(key, copy.deepcopy(self.controller.state_dict()), evaluations))
             for target, evaluation in enumerate(evaluations):
                 self.dual_update(evaluation, target)
@@ -288,6 +294,7 @@ class Trainer:
             difficulty=self.difficulty_quality(test),
             budget_range=self.budget_range.with_deltas(self.deltas) if self.budget_range is not None else None,
             points=points,
+            score=budget_score([evaluation for _, evaluation, _ in calibrated], self.targets),
         )
 
     def _calibrate_candidates(
@@ -312,8 +319,7 @@ class Trainer:
             results = [
                 self.calibrate_delta(val, snapshot.evaluations[target], target) for target in range(len(self.targets))
             ]
-            scores = [e.perf if ok else -e.excess(b) for (ok, e, _), b in zip(results, self.targets, strict=True)]
-            key = (sum(ok for ok, _, _ in results), float(np.mean(scores)))
+            key = budget_score([e for _, e, _ in results], self.targets)
             if best is None or key > best[0]:
                 best = (key, snapshot, results)
         assert best is not None

@@ -6,7 +6,7 @@ per-agent choice of LLM (that is what agentbalance adds and these methods lack).
 
 from __future__ import annotations
 
-import math
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -89,7 +89,7 @@ class GraphDecisions:
     entropy: torch.Tensor  # [N]
 
 
-class GraphPolicy(nn.Module):
+class GraphPolicy(nn.Module, ABC):
     """A `SampledPolicy` over the role graph; subclasses only say how the logits depend on the query.
 
     `allowed` marks the edges still in play (AgentPrune-style pruning clears some); a cleared edge is never
@@ -100,9 +100,9 @@ class GraphPolicy(nn.Module):
         self.graph = graph
         self.register_buffer("allowed", torch.ones(graph.edge_count, dtype=torch.bool))
 
+    @abstractmethod
     def logits(self, embeddings: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
         """Query embeddings [N, H] -> keep logits [N, size - 1] (or None: no node decisions), edge logits [N, E]."""
-        raise NotImplementedError
 
     def decide(self, embeddings: torch.Tensor, greedy: bool) -> GraphDecisions:
         """Sampled (Bernoulli) or most likely (p > 0.5) decisions with their log-probability and entropy."""
@@ -141,7 +141,7 @@ def _bernoulli(
     return decisions, torch.where(allowed, log_prob, zero).sum(-1), torch.where(allowed, entropy, zero).sum(-1)
 
 
-class LearnedGraphMethod(PenaltySweptMethod):
+class LearnedGraphMethod(PenaltySweptMethod, ABC):
     """A `Method` whose settings are the shared cost-penalty grid and whose fit trains a `GraphPolicy` by REINFORCE
     with the shared reward; `config` shortens training (tests), None is the shared default budget."""
 
@@ -151,13 +151,14 @@ class LearnedGraphMethod(PenaltySweptMethod):
         self.config = config or PolicyGradientConfig()
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
-        penalty = _checked_penalty(experiment, setting)
+        penalty = penalty_of(experiment, setting)
         torch.manual_seed(experiment.seed)  # the initial parameters, so one setting always fits to the same MAS
         policy = self.policy(experiment, RoleGraph.of(experiment))
         return self.train(policy, experiment, penalty)
 
+    @abstractmethod
     def policy(self, experiment: Experiment, graph: RoleGraph) -> GraphPolicy:
-        raise NotImplementedError
+        """A fresh, untrained policy of this method over the role graph."""
 
     def train(self, policy: GraphPolicy, experiment: Experiment, penalty: Penalty) -> Constructor:
         return train_sampled_policy(policy, experiment, penalty, self.config)
@@ -166,10 +167,3 @@ class LearnedGraphMethod(PenaltySweptMethod):
 def query_width(experiment: Experiment) -> int:
     """The width of the query embeddings the policies read."""
     return int(next(iter(experiment.embeddings.values())).shape[-1])
-
-
-def _checked_penalty(experiment: Experiment, setting: str) -> Penalty:
-    penalty = penalty_of(experiment, setting)
-    if not all(math.isfinite(value) and value >= 0 for value in (penalty.lambda_tok, penalty.lambda_lat)):
-        raise AgentBalanceError(f"setting {setting!r}: kappa must be a finite number >= 0")
-    return penalty

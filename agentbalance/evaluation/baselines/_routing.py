@@ -7,6 +7,7 @@ so every policy here serves an unseen catalog as it is; nothing here executes a 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -176,7 +177,7 @@ class BackboneScorer(nn.Module):
         return self.features(features) @ u.T * self.scale + self.sensitivity(features) @ numeric.T
 
 
-class RoutingPolicy(nn.Module):
+class RoutingPolicy(nn.Module, ABC):
     """A SampledPolicy whose subclasses say how to decide (`decide`) and what the decisions build (`masses`);
     sampling uses its own seeded generator, so the same seed gives the same training run."""
 
@@ -187,11 +188,13 @@ class RoutingPolicy(nn.Module):
         self.generator = torch.Generator().manual_seed(seed)
         self._agents: dict[tuple[str, str, str], Agent] = {}
 
+    @abstractmethod
     def decide(self, embeddings: torch.Tensor, mode: str, given: Decisions | None = None) -> Step:
-        raise NotImplementedError
+        """Sampled, greedy or given decisions for a batch, with their exact log-probability and entropy."""
 
+    @abstractmethod
     def masses(self, decisions: Decisions) -> list[MAS]:
-        raise NotImplementedError
+        """The MAS each row of `decisions` builds."""
 
     def sample(self, embeddings: torch.Tensor) -> tuple[list[MAS], torch.Tensor, torch.Tensor]:
         step = self.decide(embeddings, SAMPLE)
@@ -239,14 +242,3 @@ def single_backbone_outcomes(experiment: Experiment, queries: Sequence[Query]) -
     ]
     outcomes = experiment.execute([(single, query) for query in queries for single in singles])
     return np.array([o.correct for o in outcomes], dtype=bool).reshape(len(queries), len(singles))
-
-
-def kappa_of(setting: str) -> float:
-    """The kappa of a "kappa=K" setting, checked to be a finite number >= 0."""
-    try:
-        kappa = float(setting.removeprefix("kappa="))
-    except ValueError:
-        raise AgentBalanceError(f"not a cost-penalty setting: {setting!r} (expected kappa=NUMBER)") from None
-    if not (np.isfinite(kappa) and kappa >= 0):
-        raise AgentBalanceError(f"cost-penalty setting {setting!r}: kappa must be a finite number >= 0")
-    return kappa

@@ -56,14 +56,20 @@ def penalty_grid(experiment: Experiment, points: int) -> list[str]:
     return [f"kappa={k:.4g}" for k in kappas]
 
 
-def penalty_of(experiment: Experiment, setting: str) -> Penalty:
-    """The lambdas of a "kappa=K" setting: kappa divided by the kept backbones' mean TokCost / Lat."""
+def kappa_of(setting: str) -> float:
+    """The kappa of a "kappa=K" setting, checked to be a finite number >= 0."""
     try:
         kappa = float(setting.removeprefix("kappa="))
     except ValueError:
         raise AgentBalanceError(f"not a cost-penalty setting: {setting!r} (expected kappa=NUMBER)") from None
-    if not (kappa >= 0 and math.isfinite(kappa)):
-        raise AgentBalanceError(f"a cost penalty must be a finite number >= 0, got {setting!r}")
+    if not (math.isfinite(kappa) and kappa >= 0):
+        raise AgentBalanceError(f"cost-penalty setting {setting!r}: kappa must be a finite number >= 0")
+    return kappa
+
+
+def penalty_of(experiment: Experiment, setting: str) -> Penalty:
+    """The lambdas of a "kappa=K" setting: kappa divided by the kept backbones' mean TokCost / Lat."""
+    kappa = kappa_of(setting)
     tok = float(experiment.context.backbone_tok_cost.mean())
     lat = float(experiment.context.backbone_latency_s.mean())
     return Penalty(kappa / tok if math.isfinite(tok) and tok > 0 else 0.0, kappa / lat if lat > 0 else 0.0)

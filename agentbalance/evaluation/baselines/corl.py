@@ -27,7 +27,6 @@ from agentbalance.evaluation.baselines._routing import (
     choose,
     choose_flags,
     expert_role,
-    kappa_of,
     seeded,
 )
 from agentbalance.evaluation.baselines.base import (
@@ -35,6 +34,7 @@ from agentbalance.evaluation.baselines.base import (
     Penalty,
     PenaltySweptMethod,
     PolicyGradientConfig,
+    kappa_of,
     penalty_grid,
     penalty_of,
     train_sampled_policy,

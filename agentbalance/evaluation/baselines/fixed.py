@@ -8,6 +8,7 @@ cost. Each graph is built once with full validation (`MAS(...)`); per-query copi
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 
@@ -109,14 +110,15 @@ def same_mas_for_every_query(mas: MAS) -> Constructor:
     return construct
 
 
-class OneBackboneMethod:
+class OneBackboneMethod(ABC):
     """A query-independent MAS on one backbone; the sweep runs over every backbone kept by the Pareto
     filter, and the method's frontier is the envelope of those points (as in the paper)."""
 
     name: str
 
+    @abstractmethod
     def build(self, roles: RoleSet, backbone: str) -> MAS:
-        raise NotImplementedError
+        """The method's MAS over the role library with `backbone` on every agent."""
 
     def settings(self, experiment: Experiment, points: int) -> list[str]:
         if points < 1:

@@ -19,13 +19,13 @@ from agentbalance.evaluation.baselines._routing import (
     Step,
     choose,
     choose_sequence,
-    kappa_of,
     mlp,
     seeded,
 )
 from agentbalance.evaluation.baselines.base import (
     Constructor,
     PenaltySweptMethod,
+    kappa_of,
     penalty_of,
     train_sampled_policy,
 )

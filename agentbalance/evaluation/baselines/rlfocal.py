@@ -28,13 +28,13 @@ from agentbalance.evaluation.baselines._routing import (
     choose,
     choose_sequence,
     expert_role,
-    kappa_of,
     seeded,
     single_backbone_outcomes,
 )
 from agentbalance.evaluation.baselines.base import (
     Constructor,
     PenaltySweptMethod,
+    kappa_of,
     penalty_of,
     train_sampled_policy,
 )
