@@ -87,6 +87,11 @@ class MAS:
         mas._index(tuple(order))
         return mas
 
+    @classmethod
+    def single(cls, role: str, backbone: str) -> MAS:
+        """One agent alone: the single-LLM baseline, and the cheapest valid MAS."""
+        return cls.trusted([Agent(id="d", role=role, backbone=backbone)], [], "d", order=["d"])
+
     def _index(self, order: tuple[str, ...]) -> None:
         self._by_id = {agent.id: agent for agent in self.agents}
         self._predecessors: dict[str, tuple[str, ...]] = {agent.id: () for agent in self.agents}

@@ -16,28 +16,33 @@ from pathlib import Path
 
 import numpy as np
 
-from agentbalance.mas import MAS, Agent
+from agentbalance.mas import MAS
 from agentbalance.runtime.rollout import rollout
 from agentbalance.train.budgets import Budget
 from agentbalance.train.build import BuildSpec, build, resolve_world
-from agentbalance.train.reinforce import TrainConfig, evaluation_json
+from agentbalance.train.data import world_splits
+from agentbalance.train.reinforce import TrainConfig, evaluation_json, summarise
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 
 def single_backbones(world, roles, queries) -> list[dict[str, float]]:
-    """Every backbone of the world's catalog alone (the decision role), on the test queries."""
+    """Every backbone of the world's catalog alone (the decision role) on `queries`: means and the upper
+    bounds the trainer checks budgets with."""
     rows = []
     for backbone in world.catalog:
-        single = MAS.trusted([Agent(id="d", role=roles.decision.name, backbone=backbone.name)], [], "d", order=["d"])
+        single = MAS.single(roles.decision.name, backbone.name)
         outcomes = [rollout(world, roles, single, q) for q in queries]
+        measured = summarise([single] * len(queries), outcomes, TrainConfig().confidence_z)
         rows.append(
             {
                 "backbone": backbone.name,
-                "perf": float(np.mean([o.correct for o in outcomes])),
-                "tok": float(np.mean([100 * o.cost_usd for o in outcomes])),
-                "lat": float(np.mean([o.latency_s for o in outcomes])),
+                "perf": measured.perf,
+                "tok": measured.tok,
+                "lat": measured.lat,
+                "tok_upper": measured.tok_upper,
+                "lat_upper": measured.lat_upper,
             }
         )
     return rows
@@ -46,10 +51,9 @@ def single_backbones(world, roles, queries) -> list[dict[str, float]]:
 def run_world(name: str, spec_world: str, epochs: int) -> dict[str, object]:
     probe = BuildSpec(world=spec_world, sizes=(600, 200, 400))
     world, _, roles, _ = resolve_world(probe)
-    from agentbalance.train.data import world_splits
-
-    test = world_splits(world, probe.sizes, seed=0).test
-    singles = single_backbones(world, roles, test)
+    splits = world_splits(world, probe.sizes, seed=0)
+    singles = single_backbones(world, roles, splits.test)
+    val_singles = {row["backbone"]: row for row in single_backbones(world, roles, splits.val)}
     toks = sorted(row["tok"] for row in singles)
     lat_budget = 3 * max(row["lat"] for row in singles)
     budgets = [float(x) for x in np.exp(np.linspace(math.log(toks[0] * 1.5), math.log(toks[-1]), 4))]
@@ -62,6 +66,14 @@ def run_world(name: str, spec_world: str, epochs: int) -> dict[str, object]:
             result = build(spec, Path(folder) / "run").result
         fitting = [row for row in singles if row["tok"] <= tok_budget and row["lat"] <= lat_budget]
         best_single = max(fitting, key=lambda row: row["perf"]) if fitting else None
+        # what a user could pick without the test split: the best single whose validation upper bounds fit
+        val_fitting = [
+            row
+            for row in singles
+            if val_singles[row["backbone"]]["tok_upper"] <= tok_budget
+            and val_singles[row["backbone"]]["lat_upper"] <= lat_budget
+        ]
+        val_selected = max(val_fitting, key=lambda row: val_singles[row["backbone"]]["perf"]) if val_fitting else None
         levels.append(
             {
                 "budget_tok": tok_budget,
@@ -71,6 +83,10 @@ def run_world(name: str, spec_world: str, epochs: int) -> dict[str, object]:
                 "meets_budget_on_test": result.test.tok <= tok_budget and result.test.lat <= lat_budget,
                 "best_single_that_fits": best_single,
                 "perf_minus_best_single": None if best_single is None else result.test.perf - best_single["perf"],
+                "validation_selected_single": val_selected,
+                "perf_minus_validation_selected_single": (
+                    None if val_selected is None else result.test.perf - val_selected["perf"]
+                ),
             }
         )
         print(
@@ -83,7 +99,7 @@ def run_world(name: str, spec_world: str, epochs: int) -> dict[str, object]:
             "best single",
             best_single and (best_single["backbone"], round(best_single["perf"], 3)),
         )
-    return {"world": name, "test_n": len(test), "singles": singles, "levels": levels}
+    return {"world": name, "test_n": len(splits.test), "singles": singles, "levels": levels}
 
 
 def main() -> None:

@@ -15,13 +15,13 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines._routing import Decisions, RoutingPolicy
 from agentbalance.evaluation.baselines.base import PolicyGradientConfig, kappa_of, penalty_grid
 from agentbalance.evaluation.baselines.corl import CoRLPolicy, CoRLStyle, budget_condition
-from agentbalance.evaluation.baselines.fixed import DEBATERS
 from agentbalance.evaluation.baselines.masrouter import MODES, MasRouterPolicy, MasRouterStyle
 from agentbalance.evaluation.baselines.rlfocal import FocalDiversityTable, RLFocalPolicy, RLFocalStyle, focal_diversity
 from agentbalance.evaluation.methods import load_method
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
+from agentbalance.templates import DEBATERS
 from tests.conftest import fitting_cache
 
 METHODS = {"masrouter-style": MasRouterStyle, "corl-style": CoRLStyle, "rlfocal-style": RLFocalStyle}

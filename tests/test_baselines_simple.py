@@ -10,12 +10,13 @@ import networkx as nx
 import pytest
 
 from agentbalance.errors import AgentBalanceError
-from agentbalance.evaluation.baselines.fixed import TOPOLOGIES, FixedTopology, base_mas, topology_mas
+from agentbalance.evaluation.baselines.fixed import FixedTopology, base_mas
 from agentbalance.evaluation.baselines.random_mas import RandomMAS
 from agentbalance.evaluation.baselines.single import SingleLLM
 from agentbalance.evaluation.methods import load_method
 from agentbalance.mas import MAS
 from agentbalance.roles import Role, RoleKind, RoleSet
+from agentbalance.templates import TOPOLOGIES, topology_mas
 
 SIMPLE_METHODS = ("single", *TOPOLOGIES, "random")
 

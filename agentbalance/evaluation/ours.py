@@ -1,8 +1,9 @@
 """agentbalance itself as a compared method: one budget-conditioned controller, swept at inference.
 
-The budget range is anchored on the base MAS's cost measured on the validation split (never test):
-the controller trains once for budgets from that cost / RATIO up to it, and each setting of the sweep
-is a budget scale served without retraining.
+The budget range is measured on the validation split (never test): from the cheapest point the catalog
+reaches (its cheapest kept backbone alone) up to the base MAS's cost, which is where the metrics' budget
+axis ends. The controller trains once for that range and each setting of the sweep is a budget scale
+served without retraining.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from agentbalance.query import Query
 from agentbalance.train.budgets import Budget, BudgetRange, budget_condition
 from agentbalance.train.build import BuildSpec, train_on
 
-RATIO = 16.0  # budgets from 1/16 of the base MAS's cost: below the metrics' lowest point T1 = B_max / 8
-GRID_STEPS = 5  # 1/16, 1/8, 1/4, 1/2, 1: the metrics' budget points are grid points
+GRID_STEPS = 6  # training budgets, log-spaced over the range; the sweep between them interpolates
+MIN_RATIO = 16.0  # the range always reaches below the metrics' lowest budget point T1 = B_max / 8
 
 
 class AgentBalanceMethod:
@@ -39,11 +40,27 @@ class AgentBalanceMethod:
                 raise AgentBalanceError(f"unknown ablation {ablation!r}; known: {', '.join(ABLATIONS)}")
             self.name = f"agentbalance-{ablation}"
         self._trained: dict[int, tuple[Controller, BudgetRange]] = {}  # id(experiment) -> trained once
+        self._ranges: dict[int, BudgetRange] = {}  # id(experiment) -> the range measured on validation
 
     def settings(self, experiment: Experiment, points: int) -> list[str]:
         if points < 1:
             raise AgentBalanceError(f"--points must be at least 1, got {points}")
-        return [f"scale={s:.4g}" for s in np.geomspace(1 / RATIO, 1.0, points)]
+        ratio = self._range(experiment).ratio
+        return [f"scale={s:.4g}" for s in np.geomspace(1 / ratio, 1.0, points)]
+
+    def _range(self, experiment: Experiment) -> BudgetRange:
+        """From the cheapest kept backbone alone to the base MAS, on validation. Tok and Lat scale together,
+        so the range spans the wider of the two ratios: its low end is the cheapest point on that axis."""
+        key = id(experiment)
+        if key not in self._ranges:
+            val = experiment.splits.val
+            base = experiment.measure([base_mas(experiment)] * len(val), val)
+            context = experiment.context
+            cheapest = context.backbone_names[int(context.backbone_tok_cost.argmin())]
+            alone = experiment.measure([MAS.single(experiment.roles.decision.name, cheapest)] * len(val), val)
+            ratio = max(MIN_RATIO, base.tok / alone.tok, base.lat / alone.lat)
+            self._ranges[key] = BudgetRange(Budget(base.tok, base.lat), ratio, GRID_STEPS)
+        return self._ranges[key]
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
         try:
@@ -51,6 +68,7 @@ class AgentBalanceMethod:
         except ValueError:
             raise AgentBalanceError(f"not an agentbalance setting: {setting!r} (expected scale=NUMBER)") from None
         controller, budget_range = self._controller(experiment)
+        scale = min(1.0, max(scale, 1 / budget_range.ratio))  # a setting rounded just below the range
         served, delta = budget_range.serve(budget_range.loosest.scaled(scale))
 
         def construct(queries: Sequence[Query]) -> list[MAS]:
@@ -62,14 +80,12 @@ class AgentBalanceMethod:
     def _controller(self, experiment: Experiment) -> tuple[Controller, BudgetRange]:
         key = id(experiment)
         if key not in self._trained:
+            budget_range = self._range(experiment)
             if self.ablation == "random-pools":
                 experiment = _with_random_pools(experiment)
-            val = experiment.splits.val
-            base = experiment.measure([base_mas(experiment)] * len(val), val)
-            loosest = Budget(base.tok, base.lat)
             spec = BuildSpec(
-                budget=loosest,
-                budget_range=BudgetRange(loosest, RATIO, GRID_STEPS),
+                budget=budget_range.loosest,
+                budget_range=budget_range,
                 train=experiment.train_config,
                 controller=ControllerConfig(ablation=self.ablation if self.ablation != "random-pools" else None),
                 restarts=self.restarts,

@@ -55,14 +55,17 @@ class Decisions:
 
     def row(self, index: int) -> Decisions:
         """Decisions of one query, still batched (B = 1)."""
-        take = slice(index, index + 1)
+        return self.take(slice(index, index + 1))
+
+    def take(self, rows: slice | torch.Tensor) -> Decisions:
+        """The decisions of some queries of the batch (a slice or a tensor of row indices)."""
         t = self.topology
         return Decisions(
-            self.pool[take],
-            self.backbones[take],
-            self.keep[take],
+            self.pool[rows],
+            self.backbones[rows],
+            self.keep[rows],
             TopologyChoice(
-                t.order[take], t.hops[take], t.edges[take], t.log_prob[take], t.entropy[take], t.expected_length[take]
+                t.order[rows], t.hops[rows], t.edges[rows], t.log_prob[rows], t.entropy[rows], t.expected_length[rows]
             ),
         )
 
@@ -199,6 +202,51 @@ class Controller(nn.Module):
         embeddings = torch.from_numpy(encoder.encode(list(texts)).copy())
         return self.construct(embeddings, condition, delta=delta)
 
+    def decisions_of(self, masses: Sequence[MAS]) -> Decisions:
+        """The decisions that construct each MAS (the inverse of `to_masses`), to score or imitate them.
+
+        A MAS is representable when it uses each role of the library at most once, backbones of one pool,
+        the decision agent last, and the controller's wiring rule: exactly the agents that feed no other
+        agent feed the decision agent (so chains, stars and layered graphs are; a complete graph is not).
+        Anything else raises AgentBalanceError saying why."""
+        ctx = self.context
+        roles, decision = ctx.role_count, ctx.decision_index
+        pools, backbones, keeps, orders, hops = [], [], [], [], []
+        edges = torch.zeros(len(masses), roles, roles, dtype=torch.bool)
+        for row, mas in enumerate(masses):
+            role_of = {agent.id: _index_of(ctx.role_names, agent.role, "role") for agent in mas.agents}
+            if len(set(role_of.values())) != len(role_of) or role_of[mas.decision] != decision:
+                raise AgentBalanceError(f"{mas!r}: not one agent per role with the decision role deciding")
+            chosen = [_index_of(ctx.backbone_names, agent.backbone, "backbone") for agent in mas.agents]
+            pool = int(ctx.pool_of_backbone[chosen[-1]])
+            if any(int(ctx.pool_of_backbone[m]) != pool for m in chosen):
+                raise AgentBalanceError(f"{mas!r}: its backbones are not all of one pool")
+            backbone_row = [chosen[-1]] * roles
+            for agent, m in zip(mas.agents, chosen, strict=True):
+                backbone_row[role_of[agent.id]] = m
+            layer: dict[str, int] = {}
+            for agent_id in mas.topological_order():
+                layer[agent_id] = 1 + max((layer[p] for p in mas.predecessors(agent_id)), default=0)
+                for source in mas.predecessors(agent_id):
+                    edges[row, role_of[source], role_of[agent_id]] = True
+            sinks = {a for a in role_of if a != mas.decision and not set(mas.successors(a)) - {mas.decision}}
+            if sinks != set(mas.predecessors(mas.decision)):
+                raise AgentBalanceError(f"{mas!r}: agents other than the sinks feed the decision agent")
+            kept = [role_of[a] for a in mas.topological_order() if a != mas.decision]
+            pools.append(pool)
+            backbones.append(backbone_row)
+            keeps.append([r in kept or r == decision for r in range(roles)])
+            orders.append(kept + [r for r in range(roles) if r not in kept])
+            hops.append(max([layer[a] for a in role_of if a != mas.decision], default=1))
+        count = len(masses)
+        zeros = torch.zeros(count)
+        return Decisions(
+            torch.tensor(pools),
+            torch.tensor(backbones),
+            torch.tensor(keeps),
+            TopologyChoice(torch.tensor(orders), torch.tensor(hops), edges, zeros, zeros, zeros),
+        )
+
     def to_mas(self, decisions: Decisions, index: int, query_id: str | None = None) -> MAS:
         """The MAS of query `index` of a batch."""
         return self.to_masses(decisions.row(index), [query_id])[0]
@@ -233,6 +281,12 @@ class Controller(nn.Module):
                 )
             )
         return masses
+
+
+def _index_of(names: Sequence[str], name: str, kind: str) -> int:
+    if name not in names:
+        raise AgentBalanceError(f"{kind} {name!r} is not one of the controller's: {', '.join(names)}")
+    return names.index(name)
 
 
 def _choose(log_probs: torch.Tensor, mode: str, given: torch.Tensor | None) -> torch.Tensor:

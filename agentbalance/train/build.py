@@ -22,6 +22,7 @@ from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment
 from agentbalance.files import atomic_write
+from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerContext
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.pooling import build_pools
@@ -55,6 +56,7 @@ class BuildSpec:
     limit: int | None = None
     live: LiveOptions | None = None
     restarts: int = 3  # independent training runs; the best on validation is kept
+    anchored: bool = True  # the first restart starts from the best single backbone that fits (Trainer.anchor)
     budget_range: BudgetRange | None = None  # budget-conditioned: one controller for every budget of the range
 
 
@@ -146,10 +148,12 @@ def train_on(
     checkpoints: RestartCheckpoints | None = None,
 ) -> tuple[Controller, Trainer, TrainResult]:
     """Independent training restarts on one experiment; the best on validation is kept (REINFORCE here
-    is high-variance). `spec` gives the budget (or range), the training knobs and the restarts; with
+    is high-variance), the first restart's anchored start preferred by the one-standard-error rule. `spec`
+    gives the budget (or range), the training knobs and the restarts; with
     `checkpoints`, finished restarts are saved, and found ones are restored instead of retrained."""
     splits = experiment.splits
-    best: tuple[tuple[int, float], Controller, Trainer, TrainResult] | None = None
+    best: tuple[Controller, Trainer, TrainResult] | None = None
+    margin = 0.0  # the anchored first restart's: every trained policy must beat the anchored start by it
     for restart in range(spec.restarts):
         torch.manual_seed(spec.train.seed + 1000 * restart)
         config = dataclasses.replace(spec.train, seed=spec.train.seed + restart)
@@ -178,6 +182,11 @@ def train_on(
         else:
             on_stage(f"pretraining the difficulty estimator (run {restart + 1} of {spec.restarts})")
             trainer.pretrain_difficulty(splits.train)
+            if spec.anchored and restart == 0:
+                templates = trainer.anchor(splits.train, splits.val)
+                imitated = ", ".join(dict.fromkeys(describe_template(mas) for mas in templates))
+                if imitated:
+                    on_stage(f"run 1 starts from the best template that fits: {imitated}")
             on_stage(f"training (run {restart + 1} of {spec.restarts})")
 
             def report(epoch: int, record: dict[str, float], offset: int = offset) -> None:
@@ -187,10 +196,17 @@ def train_on(
             result = trainer.train(splits.train, splits.val, splits.test, on_epoch=report)
             if checkpoints is not None:
                 checkpoints.save(restart, controller, result)
-        if best is None or result.score > best[0]:
-            best = (result.score, controller, trainer, result)
+        margin = max(margin, result.anchor_margin)
+        if best is None or result.selection_key(margin) > best[2].selection_key(margin):
+            best = (controller, trainer, result)
     assert best is not None
-    return best[1], best[2], best[3]
+    return best
+
+
+def describe_template(mas: MAS) -> str:
+    """A template in a few words, for the progress line: "qwen3-8b alone", "8 agents of depth 7 on qwen3-8b"."""
+    backbones = ", ".join(dict.fromkeys(agent.backbone for agent in mas.agents))
+    return f"{backbones} alone" if len(mas) == 1 else f"{len(mas)} agents of depth {mas.depth()} on {backbones}"
 
 
 def save_run(

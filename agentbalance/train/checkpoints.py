@@ -21,7 +21,7 @@ from agentbalance.files import atomic_write
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.train.reinforce import TrainResult
 
-CHECKPOINT_FORMAT = 2  # 2: results carry their validation score
+CHECKPOINT_FORMAT = 3  # 2: results carry their validation score; 3: and whether they are the anchored start
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,13 +17,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentbalance.mas import MAS, Agent
-from agentbalance.policy.controller import Controller
+from agentbalance.mas import MAS
+from agentbalance.policy.controller import Controller, Decisions
 from agentbalance.policy.difficulty import pretrain_difficulty
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import Outcome, SyncWorld, execute
+from agentbalance.templates import topology_mas
 from agentbalance.train.budgets import Budget, BudgetRange, budget_condition, conditions
+
+# the templates an anchored start may imitate besides a backbone alone: those the controller can construct
+ANCHOR_TOPOLOGIES = ("chain", "star", "layered")
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,9 @@ class TrainConfig:
     lambda_lat: float | None = None
     pretrain_steps: int = 400
     calibrated_candidates: int = 3  # epochs whose delta is calibrated before the final choice
+    anchor_steps: int = 300  # behaviour-cloning steps of an anchored start (see `Trainer.anchor`)
+    anchor_learning_rate: float = 1e-2
+    anchor_margin_z: float = 1.0  # a trained policy replaces the anchored start if it wins by this many SEs
     difficulty_lr_scale: float = 0.1  # the difficulty head's end-to-end learning rate, relative
     seed: int = 0
 
@@ -88,6 +95,12 @@ class TrainResult:
     budget_range: BudgetRange | None = None  # budget-conditioned: the range served, with calibrated deltas
     points: list[dict[str, object]] = field(default_factory=list)  # budget-conditioned: each grid budget
     score: tuple[int, float] = (0, 0.0)  # `budget_score` on validation after calibration: restarts compare it
+    anchored: bool = False  # the weights kept are the anchored start itself (no REINFORCE epoch beat it)
+    anchor_margin: float = 0.0  # what a trained policy must win by on validation to replace the anchored start
+
+    def selection_key(self, margin: float) -> tuple[int, float]:
+        """`score` with the one-standard-error rule: a trained policy pays `margin`, the anchored start not."""
+        return selection_key(self.score, self.anchored, margin)
 
     def to_json(self) -> dict[str, object]:
         document = asdict(self)
@@ -109,15 +122,37 @@ class TrainResult:
             budget_range=BudgetRange.from_json(saved_range) if saved_range is not None else None,
             points=list(document["points"]),
             score=(int(document["score"][0]), float(document["score"][1])),
+            anchored=bool(document["anchored"]),
+            anchor_margin=float(document["anchor_margin"]),
         )
 
 
-def budget_score(evaluations: Sequence[Evaluation], budgets: Sequence[Budget]) -> tuple[int, float]:
-    """How well evaluations meet their budgets, to rank epochs and restarts on validation: the budgets
-    met (upper bounds), then the mean Perf, a missed budget counting as minus its relative excess."""
-    met = [e.meets(b) for e, b in zip(evaluations, budgets, strict=True)]
-    scores = [e.perf if ok else -e.excess(b) for e, b, ok in zip(evaluations, budgets, met, strict=True)]
-    return sum(met), float(np.mean(scores))
+def budget_preference(
+    evaluation: Evaluation, budget: Budget, penalties: tuple[float, float] = (0.0, 0.0)
+) -> tuple[bool, float]:
+    """Rank two policies under one budget: meeting it (upper bounds) first, then Perf minus the penalties
+    fixed by hand (lambda_tok, lambda_lat; none under budget targeting), the cheaper one on a tie; a
+    policy that misses the budget counts minus its relative excess."""
+    if not evaluation.meets(budget):
+        return False, -evaluation.excess(budget)
+    tok_penalty, lat_penalty = penalties
+    return True, evaluation.perf - tok_penalty * evaluation.tok - lat_penalty * evaluation.lat - 1e-6 * evaluation.tok
+
+
+def budget_score(
+    evaluations: Sequence[Evaluation], budgets: Sequence[Budget], penalties: tuple[float, float] = (0.0, 0.0)
+) -> tuple[int, float]:
+    """How well evaluations meet their budgets, to rank epochs and restarts on validation: the budgets met,
+    then the mean `budget_preference` value."""
+    preferences = [budget_preference(e, b, penalties) for e, b in zip(evaluations, budgets, strict=True)]
+    return sum(met for met, _ in preferences), float(np.mean([value for _, value in preferences]))
+
+
+def selection_key(score: tuple[int, float], anchored: bool, margin: float) -> tuple[int, float]:
+    """The one-standard-error rule of model selection: validation Perf is noisy (a few questions decide
+    between policies), so a trained policy replaces the anchored start (the best single backbone that
+    fits) only when it meets as many budgets and wins by more than `margin`."""
+    return score if anchored else (score[0], score[1] - margin)
 
 
 @dataclass(frozen=True)
@@ -163,8 +198,16 @@ class Trainer:
         self.targets = budget_range.budgets() if budget_range is not None else [self.budget]
         self.kappas = [{"tok": self.config.initial_kappa, "lat": self.config.initial_kappa} for _ in self.targets]
         self.deltas = [controller.config.delta for _ in self.targets]
+        self.anchored: _Snapshot | None = None  # the start `anchor` cloned, always a final candidate
+        self.anchor_margin = 0.0  # one standard error of the anchored start's validation Perf (x anchor_margin_z)
 
     # ---- lambdas
+
+    @property
+    def penalties(self) -> tuple[float, float]:
+        """The lambdas fixed by hand (0 on an axis under budget targeting): part of the objective that
+        ranks epochs, deltas and restarts on validation."""
+        return self.config.lambda_tok or 0.0, self.config.lambda_lat or 0.0
 
     def lambdas(self, target: int = -1) -> tuple[float, float]:
         """lambda_tok, lambda_lat of a target budget: fixed by hand, or kappa / budget under dual ascent,
@@ -189,7 +232,7 @@ class Trainer:
         reporting only, never at inference)."""
         decision = self.roles.decision
         names = self.controller.context.backbone_names
-        singles = [MAS.trusted([Agent(id="d", role=decision.name, backbone=n)], [], "d", order=["d"]) for n in names]
+        singles = [MAS.single(decision.name, n) for n in names]
         outcomes = self.execute([(single, query) for query in queries for single in singles])
         return [
             sum(o.correct for o in outcomes[i * len(names) : (i + 1) * len(names)]) / len(names)
@@ -213,6 +256,68 @@ class Trainer:
             rows = np.array([(q.domain or "unlabelled") == domain for q in queries])
             per_domain[domain] = {"n": int(rows.sum()), "spearman": _spearman(predicted[rows], truth[rows])}
         return {"n": len(queries), "spearman": _spearman(predicted, truth), "per_domain": per_domain}
+
+    def anchor(self, train: Sequence[Query], val: Sequence[Query]) -> list[MAS]:
+        """An anchored start: imitate, under each target budget's condition, the best MAS template that fits
+        that budget on validation: every kept backbone alone, and the role library on one backbone wired
+        as a chain, a star or layers (`ANCHOR_TOPOLOGIES`, the templates the controller can construct).
+
+        REINFORCE then starts from a policy that already meets the budget with a good Perf, and this
+        start stays a candidate of the final choice on validation, so training replaces it only with
+        something better there (by the margin of `selection_key`). Without it a run sometimes ends below
+        the best single backbone that fits: reward noise spreads queries over weaker backbones. Returns
+        the template imitated per target; with no budget (fixed lambdas, the paper's mode) nothing fits
+        or misses and nothing is imitated."""
+        if all(budget.tok is None and budget.lat is None for budget in self.targets):
+            return []
+        names = self.controller.context.backbone_names
+        templates = [MAS.single(self.roles.decision.name, name) for name in names] + [
+            topology_mas(kind, self.roles, name) for kind in ANCHOR_TOPOLOGIES for name in names
+        ]
+        outcomes = self.execute([(template, query) for template in templates for query in val])
+        evaluations = [
+            summarise([template] * len(val), outcomes[i * len(val) : (i + 1) * len(val)], self.config.confidence_z)
+            for i, template in enumerate(templates)
+        ]
+        chosen = [
+            templates[
+                max(
+                    range(len(templates)),
+                    key=lambda i, budget=budget: budget_preference(evaluations[i], budget, self.penalties),
+                )
+            ]
+            for budget in self.targets
+        ]
+        self._imitate(train, self.controller.decisions_of(chosen))
+        evaluations = [self.evaluate(val, target) for target in range(len(self.targets))]
+        self.anchored = _Snapshot(
+            budget_score(evaluations, self.targets, self.penalties),
+            copy.deepcopy(self.controller.state_dict()),
+            evaluations,
+        )
+        self.anchor_margin = self.config.anchor_margin_z * float(
+            np.mean([math.sqrt(e.perf * (1 - e.perf) / max(e.n, 1)) for e in evaluations])
+        )
+        return chosen
+
+    def _imitate(self, train: Sequence[Query], decisions_of_target: Decisions) -> None:
+        """Maximise the exact log-probability of each target's decisions under its condition, for every
+        training query. The difficulty head stays frozen: its ranking is what delta calibration later
+        spends the budget with."""
+        c = self.config
+        generator = np.random.default_rng(c.seed)
+        parameters = [p for n, p in self.controller.named_parameters() if not n.startswith("difficulty.")]
+        optimiser = torch.optim.Adam(parameters, lr=c.anchor_learning_rate)
+        for _ in range(c.anchor_steps):
+            rows = generator.choice(len(train), size=min(c.batch_queries, len(train)), replace=False)
+            targets = generator.integers(len(self.targets), size=len(rows))
+            given = decisions_of_target.take(torch.as_tensor(targets))
+            condition = conditions([self.targets[t] for t in targets])
+            step = self.controller(self._embed([train[i] for i in rows]), condition, mode="given", given=given)
+            loss = -step.log_prob.mean()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
 
     def train(
         self,
@@ -257,7 +362,7 @@ class Trainer:
                 "lambda_tok": lambda_tok,
                 "lambda_lat": lambda_lat,
             }
-            key = budget_score(evaluations, self.targets)
+            key = budget_score(evaluations, self.targets, self.penalties)
             if len(self.targets) > 1:
                 record["feasible_budgets"] = key[0]
             history.append(record)
@@ -266,7 +371,7 @@ class Trainer:
             snapshots.append(_Snapshot(key, copy.deepcopy(self.controller.state_dict()), evaluations))
             for target, evaluation in enumerate(evaluations):
                 self.dual_update(evaluation, target)
-        calibrated = self._calibrate_candidates(val, snapshots)
+        calibrated, anchored = self._calibrate_candidates(val, snapshots)
         self.deltas = [delta for _, _, delta in calibrated]
         if self.budget_range is None:
             self.controller.config = dataclasses.replace(self.controller.config, delta=self.deltas[0])
@@ -294,45 +399,70 @@ class Trainer:
             difficulty=self.difficulty_quality(test),
             budget_range=self.budget_range.with_deltas(self.deltas) if self.budget_range is not None else None,
             points=points,
-            score=budget_score([evaluation for _, evaluation, _ in calibrated], self.targets),
+            score=budget_score([evaluation for _, evaluation, _ in calibrated], self.targets, self.penalties),
+            anchored=anchored,
+            anchor_margin=self.anchor_margin,
         )
 
     def _calibrate_candidates(
         self, val: Sequence[Query], snapshots: Sequence[_Snapshot]
-    ) -> list[tuple[bool, Evaluation, float]]:
+    ) -> tuple[list[tuple[bool, Evaluation, float]], bool]:
         """Which epoch to keep is decided after calibration, not before: an epoch a little over budget at
         the trained delta often beats every feasible one once delta is calibrated. The candidates: the
-        best epoch as trained, and the epochs of the highest mean validation Perf (distinct behaviours
-        only); each is calibrated at every target and the one meeting the most budgets with the best
-        mean Perf wins (validation only). Leaves the controller with the winner's weights."""
+        anchored start (if any), the best epoch as trained, and the epochs of the highest mean validation
+        Perf (distinct behaviours only); each is calibrated at every target (the anchored start is kept as
+        imitated) and the one meeting the most budgets with the best mean Perf wins (validation only; the
+        anchored start by the one-standard-error rule, `selection_key`). Leaves the controller with the
+        winner's weights; returns the calibrated (feasible, evaluation, delta) per target and whether the
+        winner is the anchored start."""
         best_as_trained = max(snapshots, key=lambda snapshot: snapshot.key)
         by_perf = sorted(snapshots, key=lambda snapshot: -float(np.mean([e.perf for e in snapshot.evaluations])))
         candidates: list[_Snapshot] = [best_as_trained]
+        if self.anchored is not None and not self._is_anchored(best_as_trained):
+            candidates.append(self.anchored)
+        limit = len(candidates) - 1 + self.config.calibrated_candidates
         for snapshot in by_perf:
-            if len(candidates) > self.config.calibrated_candidates - 1:
+            if len(candidates) >= limit:
                 break
             if all(snapshot.behaviour() != chosen.behaviour() for chosen in candidates):
                 candidates.append(snapshot)
         best: tuple[tuple[int, float], _Snapshot, list[tuple[bool, Evaluation, float]]] | None = None
         for snapshot in candidates:
             self.controller.load_state_dict(snapshot.state)
-            results = [
-                self.calibrate_delta(val, snapshot.evaluations[target], target) for target in range(len(self.targets))
-            ]
-            key = budget_score([e for _, e, _ in results], self.targets)
+            if self._is_anchored(snapshot):
+                # the templates as imitated: calibrating delta would turn them into a mixture whose cost
+                # validation cannot vouch for (a few queries more or less in a costly pool on test)
+                results = [
+                    (evaluation.meets(budget), evaluation, self.deltas[target])
+                    for target, (evaluation, budget) in enumerate(zip(snapshot.evaluations, self.targets, strict=True))
+                ]
+            else:
+                results = [
+                    self.calibrate_delta(val, snapshot.evaluations[target], target)
+                    for target in range(len(self.targets))
+                ]
+            score = budget_score([e for _, e, _ in results], self.targets, self.penalties)
+            key = selection_key(score, self._is_anchored(snapshot), self.anchor_margin)
             if best is None or key > best[0]:
                 best = (key, snapshot, results)
         assert best is not None
         self.controller.load_state_dict(best[1].state)
-        return best[2]
+        return best[2], self._is_anchored(best[1])
+
+    def _is_anchored(self, snapshot: _Snapshot) -> bool:
+        """The anchored start, or an epoch that behaves exactly like it on validation (training left it be)."""
+        return self.anchored is not None and snapshot.behaviour() == self.anchored.behaviour()
 
     def calibrate_delta(
         self, val: Sequence[Query], current: Evaluation, target: int = -1
     ) -> tuple[bool, Evaluation, float]:
         """Spend the budget precisely: sweep the difficulty offset delta on validation and keep the best
         Perf whose upper cost bounds meet the budget (RouteLLM-style calibration of a threshold). A coarse
-        grid first, then a finer one around the most costly delta that still fits."""
+        grid first, then a finer one around the most costly delta that still fits. Without a budget (fixed
+        lambdas) delta stays as given."""
         budget = self.targets[target]
+        if budget.tok is None and budget.lat is None:
+            return True, current, self.deltas[target]  # the paper's mode: delta is the user's knob
         trials: dict[float, Evaluation] = {self.deltas[target]: current}
 
         def trial(delta: float) -> Evaluation:
@@ -350,11 +480,7 @@ class Trainer:
             for delta in np.linspace(edge - step, edge + step, 9):
                 trial(round(float(delta), 6))
 
-        def preference(delta: float) -> tuple[bool, float]:
-            e = trials[delta]
-            return (True, e.perf - 1e-6 * e.tok) if e.meets(budget) else (False, -e.excess(budget))
-
-        best = max(trials, key=preference)
+        best = max(trials, key=lambda delta: budget_preference(trials[delta], budget, self.penalties))
         return trials[best].meets(budget), trials[best], best
 
     def _delta_range(self, val: Sequence[Query], target: int = -1) -> tuple[float, float]:
@@ -426,7 +552,7 @@ class Trainer:
         """The cheapest point reachable: the decision agent alone on the cheapest pool's cheapest backbone."""
         ctx = self.controller.context
         cheapest = ctx.backbone_names[int(torch.argmin(ctx.backbone_tok_cost))]
-        single = MAS.trusted([Agent(id="d", role=self.roles.decision.name, backbone=cheapest)], [], "d", order=["d"])
+        single = MAS.single(self.roles.decision.name, cheapest)
         outcomes = self.execute([(single, q) for q in queries])
         return summarise([single] * len(queries), outcomes, self.config.confidence_z)
 

@@ -237,8 +237,6 @@ def expert_role(roles: RoleSet) -> str:
 def single_backbone_outcomes(experiment: Experiment, queries: Sequence[Query]) -> np.ndarray:
     """[queries, kept backbones] whether each kept backbone alone (as the decision role) answers each query right."""
     decision = experiment.roles.decision.name
-    singles = [
-        MAS.trusted([Agent(id="d", role=decision, backbone=name)], [], "d", order=["d"]) for name in experiment.kept
-    ]
+    singles = [MAS.single(decision, name) for name in experiment.kept]
     outcomes = experiment.execute([(single, query) for query in queries for single in singles])
     return np.array([o.correct for o in outcomes], dtype=bool).reshape(len(queries), len(singles))

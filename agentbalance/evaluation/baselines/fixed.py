@@ -1,5 +1,6 @@
 """Fixed-topology baselines: the whole role library on one backbone, wired as a complete graph, chain,
-star, layered graph or two-round debate; and the base MAS that fixes the metrics' budget window.
+star, layered graph or two-round debate (`agentbalance.templates`); and the base MAS that fixes the
+metrics' budget window.
 
 Nothing here trains or looks at a query: the same graph serves every query, so only the backbone moves
 cost. Each graph is built once with full validation (`MAS(...)`); per-query copies reuse that graph.
@@ -7,92 +8,16 @@ cost. Each graph is built once with full validation (`MAS(...)`); per-query copi
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from itertools import pairwise
-
-import numpy as np
+from collections.abc import Sequence
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Constructor
 from agentbalance.experiment import Experiment
-from agentbalance.mas import MAS, Agent
+from agentbalance.mas import MAS
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
-
-# LLM-Debate (Du et al., 2023) uses three debaters over two rounds; more debaters would make the debate
-# the costliest baseline by far (every second-round agent reads every first-round answer).
-DEBATERS = 3
-
-Node = tuple[int, int]  # (role index in the library, debate round)
-Edges = list[tuple[Node, Node]]
-
-
-def agent_id(node: Node) -> str:
-    """Agent ids follow the controller's (`a<role index>`); a debate's second round adds `.r2`."""
-    role, round_number = node
-    return f"a{role}" if round_number == 1 else f"a{role}.r{round_number}"
-
-
-def _complete(others: list[int], decision: int) -> Edges:
-    """Every earlier agent feeds every later one, library order, the decision agent last."""
-    order = [(role, 1) for role in [*others, decision]]
-    return [(a, b) for i, a in enumerate(order) for b in order[i + 1 :]]
-
-
-def _chain(others: list[int], decision: int) -> Edges:
-    order = [(role, 1) for role in [*others, decision]]
-    return list(pairwise(order))
-
-
-def _star(others: list[int], decision: int) -> Edges:
-    return [((role, 1), (decision, 1)) for role in others]
-
-
-def _layered(others: list[int], decision: int) -> Edges:
-    """round(sqrt(n)) layers of near-equal width (wider first), each feeding all of the next."""
-    if not others:
-        return []
-    widths = np.array_split(np.arange(len(others)), max(1, round(math.sqrt(len(others)))))
-    layers = [[(others[i], 1) for i in width] for width in widths] + [[(decision, 1)]]
-    return [(a, b) for up, down in pairwise(layers) for a in up for b in down]
-
-
-def _debate(others: list[int], decision: int) -> Edges:
-    """The first DEBATERS non-decision roles answer; each answers again after reading every first
-    answer (its own included); the second answers feed the decision agent."""
-    debaters = others[:DEBATERS]
-    first_round = [((a, 1), (b, 2)) for a in debaters for b in debaters]
-    return first_round + [((b, 2), (decision, 1)) for b in debaters]
-
-
-TOPOLOGIES: dict[str, Callable[[list[int], int], Edges]] = {
-    "complete": _complete,
-    "chain": _chain,
-    "star": _star,
-    "layered": _layered,
-    "debate": _debate,
-}
-
-
-def topology_mas(kind: str, roles: RoleSet, backbone: str) -> MAS:
-    """The role library (every role once; the debate's debaters twice) wired as `kind`, all on `backbone`."""
-    if kind not in TOPOLOGIES:
-        raise AgentBalanceError(f"unknown topology {kind!r}; known: {', '.join(TOPOLOGIES)}")
-    names = roles.names
-    decision = names.index(roles.decision.name)
-    others = [index for index in range(len(names)) if index != decision]
-    edges = TOPOLOGIES[kind](others, decision)
-    wired = {node for edge in edges for node in edge} - {(decision, 1)}
-    nodes = [*sorted(wired, key=lambda node: (node[1], node[0])), (decision, 1)]  # by round, library order
-    agents = [Agent(id=agent_id(node), role=names[node[0]], backbone=backbone) for node in nodes]
-    return MAS(
-        agents,
-        [(agent_id(a), agent_id(b)) for a, b in edges],
-        agent_id((decision, 1)),
-        source=f"{kind} topology on {backbone}",
-    )
+from agentbalance.templates import TOPOLOGIES, topology_mas
 
 
 def base_mas(experiment: Experiment) -> MAS:

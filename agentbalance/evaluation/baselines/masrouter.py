@@ -29,10 +29,10 @@ from agentbalance.evaluation.baselines.base import (
     penalty_of,
     train_sampled_policy,
 )
-from agentbalance.evaluation.baselines.fixed import DEBATERS, TOPOLOGIES, agent_id
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerContext
+from agentbalance.templates import DEBATERS, TOPOLOGIES, agent_id
 
 # The collaboration modes are the fixed topologies (complete, chain, star, layered, debate), wired over the
 # chosen roles in the order they were chosen, the decision agent last.

@@ -14,11 +14,11 @@ import numpy as np
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Constructor
-from agentbalance.evaluation.baselines.fixed import agent_id
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
+from agentbalance.templates import agent_id
 
 KEEP_PROBABILITY = 0.5  # each non-decision role, and each forward edge
 

@@ -6,9 +6,10 @@ frontier, as in the paper.
 
 from __future__ import annotations
 
-from agentbalance.evaluation.baselines.fixed import OneBackboneMethod, agent_id
+from agentbalance.evaluation.baselines.fixed import OneBackboneMethod
 from agentbalance.mas import MAS, Agent
 from agentbalance.roles import RoleSet
+from agentbalance.templates import agent_id
 
 
 def single_mas(roles: RoleSet, backbone: str) -> MAS:

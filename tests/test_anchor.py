@@ -1,0 +1,147 @@
+"""The anchored start: training begins from the best MAS template that fits each budget (a backbone alone,
+or the role library on one backbone as a chain, star or layers), and a trained policy replaces it only
+when it wins on validation by more than one standard error."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.experiment import Experiment
+from agentbalance.mas import MAS
+from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.templates import topology_mas
+from agentbalance.train.budgets import Budget, BudgetRange, budget_condition
+from agentbalance.train.build import BuildSpec, build, train_on
+from agentbalance.train.reinforce import (
+    ANCHOR_TOPOLOGIES,
+    Evaluation,
+    TrainConfig,
+    Trainer,
+    budget_preference,
+    selection_key,
+)
+
+
+def _trainer(experiment: Experiment, budget_range: BudgetRange, config: TrainConfig) -> Trainer:
+    controller = Controller(experiment.context)
+    return Trainer(
+        controller,
+        experiment.world,
+        experiment.roles,
+        experiment.embeddings,
+        budget_range.loosest,
+        config,
+        experiment.grader,
+        budget_range,
+    )
+
+
+def _templates(experiment: Experiment) -> list[MAS]:
+    decision = experiment.roles.decision.name
+    return [MAS.single(decision, name) for name in experiment.kept] + [
+        topology_mas(kind, experiment.roles, name) for kind in ANCHOR_TOPOLOGIES for name in experiment.kept
+    ]
+
+
+def _best_fitting_template(experiment: Experiment, budget: Budget) -> MAS:
+    """Independently of the trainer: the template with the best validation Perf whose upper cost bounds
+    meet `budget` (the smallest excess when none does)."""
+    val = experiment.splits.val
+    measured = [(mas, experiment.measure([mas] * len(val), val)) for mas in _templates(experiment)]
+    fitting = [(mas, e) for mas, e in measured if e.meets(budget)]
+    if not fitting:
+        return min(measured, key=lambda item: item[1].excess(budget))[0]
+    return max(fitting, key=lambda item: (item[1].perf, -item[1].tok))[0]
+
+
+def _shape(mas: MAS) -> tuple[object, ...]:
+    """A MAS up to agent ids: who (role, backbone) feeds whom, and who decides."""
+    role = {agent.id: agent.role for agent in mas.agents}
+    edges = frozenset((role[a], role[b]) for a, b in mas.edges)
+    return frozenset((a.role, a.backbone) for a in mas.agents), edges, role[mas.decision]
+
+
+@pytest.mark.parametrize("kind", ["single", *ANCHOR_TOPOLOGIES])
+def test_every_anchor_template_is_a_decision_of_the_controller(small_experiment, kind: str) -> None:
+    controller = Controller(small_experiment.context)
+    for name in small_experiment.kept:
+        roles = small_experiment.roles
+        mas = MAS.single(roles.decision.name, name) if kind == "single" else topology_mas(kind, roles, name)
+        decisions = controller.decisions_of([mas, mas])
+        assert [_shape(built) for built in controller.to_masses(decisions)] == [_shape(mas)] * 2
+        step = controller(small_experiment.embed(small_experiment.splits.val[:2]), mode="given", given=decisions)
+        assert torch.isfinite(step.log_prob).all()
+
+
+def test_a_mas_the_controller_cannot_construct_is_refused_with_the_reason(small_experiment) -> None:
+    controller = Controller(small_experiment.context)
+    complete = topology_mas("complete", small_experiment.roles, small_experiment.kept[0])
+    with pytest.raises(AgentBalanceError, match="other than the sinks feed the decision agent"):
+        controller.decisions_of([complete])
+    unknown = MAS.single(small_experiment.roles.decision.name, "no-such-model")
+    with pytest.raises(AgentBalanceError, match="backbone 'no-such-model'"):
+        controller.decisions_of([unknown])
+
+
+def test_the_anchored_start_is_the_best_template_that_fits_each_budget(small_experiment, one_thread) -> None:
+    val = small_experiment.splits.val
+    strongest = small_experiment.strongest_backbone()
+    chain = small_experiment.measure([topology_mas("chain", small_experiment.roles, strongest)] * len(val), val)
+    budget_range = BudgetRange(Budget(chain.tok_upper * 1.2, chain.lat_upper * 1.2), ratio=1000, steps=3)
+    trainer = _trainer(small_experiment, budget_range, TrainConfig())
+    imitated = trainer.anchor(small_experiment.splits.train, val)
+    expected = [_best_fitting_template(small_experiment, budget) for budget in budget_range.budgets()]
+    assert [_shape(mas) for mas in imitated] == [_shape(mas) for mas in expected]
+    assert len({_shape(mas) for mas in imitated}) > 1, "the range should span budgets that different templates fit best"
+    for target, (budget, template) in enumerate(zip(budget_range.budgets(), imitated, strict=True)):
+        masses = trainer.controller.construct(
+            small_experiment.embed(val), budget_condition(budget, len(val)), delta=trainer.deltas[target]
+        )
+        assert all(_shape(mas) == _shape(template) for mas in masses)
+
+
+def test_a_trained_policy_must_win_by_the_margin_to_replace_the_anchored_start() -> None:
+    margin = 0.03
+    assert selection_key((1, 0.80), True, margin) > selection_key((1, 0.82), False, margin)
+    assert selection_key((1, 0.80), True, margin) < selection_key((1, 0.84), False, margin)
+    assert selection_key((0, 0.95), True, margin) < selection_key((1, 0.50), False, margin), "budgets met first"
+
+
+def test_a_build_that_learns_nothing_keeps_the_anchored_start(small_experiment, one_thread) -> None:
+    """With a zero learning rate every epoch behaves like the anchored start: the result says so, and
+    its margin is one standard error of the anchored start's validation Perf."""
+    val = small_experiment.splits.val
+    budget = Budget(tok=0.05)
+    spec = BuildSpec(budget=budget, train=TrainConfig(epochs=2, learning_rate=0.0), restarts=2)
+    _, _, result = train_on(small_experiment, spec)
+    assert result.anchored
+    assert 0 < result.anchor_margin <= 0.5 / len(val) ** 0.5
+    best = _best_fitting_template(small_experiment, budget)
+    template = small_experiment.measure([best] * len(val), val)
+    assert template.meets(budget)
+    assert result.val.meets(budget) and result.val.perf >= template.perf
+
+
+def test_fixed_lambdas_keep_the_users_delta_and_rank_by_the_penalised_objective(tmp_path: Path) -> None:
+    cheap_and_good = Evaluation(perf=0.85, tok=0.1, lat=1.0, tok_upper=0.1, lat_upper=1.0, n=10)
+    costly_and_better = dataclasses.replace(cheap_and_good, perf=0.9, tok=1.0, tok_upper=1.0)
+    penalties = (0.1, 0.0)
+    assert budget_preference(cheap_and_good, Budget(), penalties) > budget_preference(
+        costly_and_better, Budget(), penalties
+    )
+    assert budget_preference(cheap_and_good, Budget()) < budget_preference(costly_and_better, Budget())
+
+    spec = BuildSpec(
+        sizes=(24, 12, 12),
+        train=TrainConfig(epochs=1, lambda_tok=1.0, lambda_lat=0.01),
+        controller=ControllerConfig(delta=0.25),
+        restarts=1,
+    )
+    built = build(spec, tmp_path / "run")
+    assert built.controller.config.delta == 0.25
+    assert built.trainer.anchored is None
