@@ -52,7 +52,7 @@ def plot_pools(result: PoolingResult, path: Path, title: str = "") -> None:
     axes.set_title(f"Pareto front and pools{': ' + title if title else ''}")
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=8)
-    _save(figure, path, dpi=130)
+    save_figure(figure, path, dpi=130)
 
 
 def plot_training(history: list[dict[str, float]], budget: object, path: Path) -> None:
@@ -76,7 +76,7 @@ def plot_training(history: list[dict[str, float]], budget: object, path: Path) -
         axis.grid(True, alpha=0.3)
         if limit is not None:
             axis.legend(fontsize=7)
-    _save(figure, path, dpi=110)
+    save_figure(figure, path, dpi=110)
 
 
 def plot_curves(rows: Sequence[Any], methods: Sequence[str], base: Any, axis: str, path: Path, title: str = "") -> None:
@@ -106,10 +106,10 @@ def plot_curves(rows: Sequence[Any], methods: Sequence[str], base: Any, axis: st
     axes.set_title(f"performance-budget frontiers{': ' + title if title else ''}")
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=7, ncol=2)
-    _save(figure, path, dpi=130)
+    save_figure(figure, path, dpi=130)
 
 
-def _save(figure: plt.Figure, path: Path, dpi: int) -> None:
+def save_figure(figure: plt.Figure, path: Path, dpi: int) -> None:
     """Write a PNG (creating its folder) and free the figure, whatever happens."""
     figure.tight_layout()
     try:

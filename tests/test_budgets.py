@@ -79,3 +79,22 @@ def test_one_conditioned_build_serves_every_budget_of_its_range(tmp_path: Path) 
     one_error_line(
         agentbalance("evaluate", "--model", str(folder), "--budget-tok", "0.01", cwd=tmp_path), "tighter than"
     )
+
+
+def test_each_axis_can_span_its_own_ratio() -> None:
+    """Tok 1000x and Lat 10x: the grid's ends are (B_tok/1000, B_lat/10) and (B_tok, B_lat), and a budget
+    is served by the scale of its tightest axis on that axis's own span."""
+    budget_range = BudgetRange(Budget(10.0, 100.0), ratio=1000, steps=4, deltas=(0.0,) * 4, exponents=(1.0, 1 / 3))
+    tightest, *_, loosest = budget_range.budgets()
+    assert tightest.tok == pytest.approx(0.01) and tightest.lat == pytest.approx(10.0)
+    assert loosest == Budget(10.0, 100.0)
+    assert budget_range.scale_of(Budget(lat=10.0)) == pytest.approx(1e-3)
+    assert budget_range.scale_of(Budget(tok=1.0, lat=100.0)) == pytest.approx(0.1)
+    served, _ = budget_range.serve(Budget(tok=1.0))
+    assert served.tok == pytest.approx(1.0) and served.lat == pytest.approx(100.0 * 0.1 ** (1 / 3))
+    assert BudgetRange.from_json(json.loads(json.dumps(budget_range.to_json()))) == budget_range
+
+
+def test_a_range_saved_before_exponents_existed_loads_with_both_axes_together() -> None:
+    document = {"loosest": {"tok": 0.8, "lat": 40.0}, "ratio": 8, "steps": 4, "deltas": [0.0] * 4}
+    assert BudgetRange.from_json(document).exponents == (1.0, 1.0)

@@ -140,3 +140,13 @@ def test_the_pool_cap_is_never_exceeded() -> None:
     step = controller(torch.randn(300, EMBED), mode="sample")
     assert (step.decisions.pool == 0).all()
     assert (controller.context.pool_of_backbone[step.decisions.backbones] == 0).all()
+
+
+def test_the_expected_chain_length_counts_the_agents_a_chain_can_span() -> None:
+    """L_max = 1 + sum_k k pi_hop(k): 1 for the decision agent alone, between 2 and 1 + kept agents otherwise."""
+    controller = tiny_controller()
+    for decisions in every_decision(controller.context):
+        step = controller(torch.randn(1, EMBED), mode="given", given=decisions)
+        kept = int(decisions.keep.sum()) - 1  # optional agents kept
+        length = float(step.expected_length)
+        assert length == 1.0 if kept == 0 else 2.0 - 1e-6 <= length <= 1.0 + kept + 1e-6

@@ -9,6 +9,7 @@ served without retraining.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,8 +50,8 @@ class AgentBalanceMethod:
         return [f"scale={s:.4g}" for s in np.geomspace(1 / ratio, 1.0, points)]
 
     def _range(self, experiment: Experiment) -> BudgetRange:
-        """From the cheapest kept backbone alone to the base MAS, on validation. Tok and Lat scale together,
-        so the range spans the wider of the two ratios: its low end is the cheapest point on that axis."""
+        """From the cheapest kept backbone alone to the base MAS, on validation, each axis over its own
+        span (Tok often spans 100x more than Lat): the low end of the range is that backbone alone."""
         key = id(experiment)
         if key not in self._ranges:
             val = experiment.splits.val
@@ -58,8 +59,10 @@ class AgentBalanceMethod:
             context = experiment.context
             cheapest = context.backbone_names[int(context.backbone_tok_cost.argmin())]
             alone = experiment.measure([MAS.single(experiment.roles.decision.name, cheapest)] * len(val), val)
-            ratio = max(MIN_RATIO, base.tok / alone.tok, base.lat / alone.lat)
-            self._ranges[key] = BudgetRange(Budget(base.tok, base.lat), ratio, GRID_STEPS)
+            tok_ratio, lat_ratio = (max(base.tok / alone.tok, 2.0), max(base.lat / alone.lat, 2.0))
+            ratio = max(MIN_RATIO, tok_ratio, lat_ratio)
+            exponents = (math.log(tok_ratio) / math.log(ratio), math.log(lat_ratio) / math.log(ratio))
+            self._ranges[key] = BudgetRange(Budget(base.tok, base.lat), ratio, GRID_STEPS, exponents=exponents)
         return self._ranges[key]
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
@@ -69,7 +72,7 @@ class AgentBalanceMethod:
             raise AgentBalanceError(f"not an agentbalance setting: {setting!r} (expected scale=NUMBER)") from None
         controller, budget_range = self._controller(experiment)
         scale = min(1.0, max(scale, 1 / budget_range.ratio))  # a setting rounded just below the range
-        served, delta = budget_range.serve(budget_range.loosest.scaled(scale))
+        served, delta = budget_range.serve(budget_range.at(scale))
 
         def construct(queries: Sequence[Query]) -> list[MAS]:
             condition = budget_condition(served, len(queries))

@@ -94,7 +94,8 @@ class LatencyAwareTopology(nn.Module):
             hops = torch.distributions.Categorical(logits=hop_log_probs).sample() + 1
         log_prob = order_log_prob + hop_log_probs.gather(1, (hops - 1).unsqueeze(1)).squeeze(1)
         entropy = -(hop_probs * hop_log_probs.clamp_min(NEGATIVE)).sum(1)
-        expected_length = 1.0 + (hop_probs * layers).sum(1)
+        # the decision agent alone is a chain of one (its forced hop budget k = 1 spans no agent)
+        expected_length = 1.0 + torch.where(count > 0, (hop_probs * layers).sum(1), torch.zeros(batch))
 
         # 3. forward edges between kept non-decision agents, within the hop budget
         pair_logits = torch.einsum("bid,bjd->bij", self.edge_left(agents), agents) * agents.shape[2] ** -0.5

@@ -1,7 +1,8 @@
 """Budgets: one target (`build`), or a range of them served by one budget-conditioned controller.
 
 A budget-conditioned controller (`build --budget-conditioned`, after the budget-conditioned routing of
-CoRL) is trained on a log-spaced grid of budgets from B / ratio to B, all axes scaled together. At
+CoRL) is trained on a log-spaced grid of budgets from B / ratio to B, all axes scaled together (or each
+over its own span, `BudgetRange.exponents`). At
 inference a budget is served by the grid scale of its tightest axis: the condition input and the
 difficulty offset delta calibrated on validation at the neighbouring grid points, interpolated in log
 scale. A budget off the trained diagonal (one axis looser than the other) is therefore met, possibly
@@ -34,11 +35,6 @@ class Budget:
             if value is not None and not (value > 0 and math.isfinite(value)):
                 raise AgentBalanceError(f"--{name} must be a positive number, got {value}")
 
-    def scaled(self, factor: float) -> Budget:
-        return Budget(
-            self.tok * factor if self.tok is not None else None, self.lat * factor if self.lat is not None else None
-        )
-
     def describe(self) -> str:
         parts = [
             f"Tok {self.tok:.4g} USD/100 queries" if self.tok is not None else "",
@@ -66,12 +62,16 @@ def conditions(budgets: Sequence[Budget]) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class BudgetRange:
-    """The budgets a budget-conditioned controller serves: `loosest` scaled by a log grid in [1/ratio, 1]."""
+    """The budgets a budget-conditioned controller serves: a log grid of scales s in [1/ratio, 1], the
+    budget at scale s being (Tok x s^e_tok, Lat x s^e_lat) of `loosest`. With the default exponents (1, 1)
+    every axis is scaled together (`build --budget-conditioned`); smaller exponents let an axis span less
+    (the curve's range, where Tok spans 300x and Lat 7x, would otherwise be infeasible on Lat at its low end)."""
 
     loosest: Budget
     ratio: float = 8.0
     steps: int = 4
     deltas: tuple[float, ...] = field(default=())  # calibrated on validation, one per grid scale
+    exponents: tuple[float, float] = (1.0, 1.0)  # (e_tok, e_lat), each in (0, 1]
 
     def __post_init__(self) -> None:
         if self.loosest.tok is None and self.loosest.lat is None:
@@ -80,18 +80,26 @@ class BudgetRange:
             raise AgentBalanceError(f"--budget-ratio must be a number above 1, got {self.ratio}")
         if self.steps < 2:
             raise AgentBalanceError(f"a budget range needs at least 2 grid steps, got {self.steps}")
+        if not all(0 < e <= 1 for e in self.exponents):
+            raise AgentBalanceError(f"budget range exponents must be in (0, 1], got {self.exponents}")
 
     def scales(self) -> list[float]:
         return [float(s) for s in np.geomspace(1 / self.ratio, 1.0, self.steps)]
 
+    def at(self, scale: float) -> Budget:
+        """The budget at a scale of the range."""
+        tok, lat = self.loosest.tok, self.loosest.lat
+        e_tok, e_lat = self.exponents
+        return Budget(tok * scale**e_tok if tok is not None else None, lat * scale**e_lat if lat is not None else None)
+
     def budgets(self) -> list[Budget]:
         """The training grid, tightest first."""
-        return [self.loosest.scaled(s) for s in self.scales()]
+        return [self.at(s) for s in self.scales()]
 
     def scale_of(self, budget: Budget) -> float:
-        """The grid scale serving `budget`: its tightest axis relative to the loosest budget, capped at 1."""
-        ratios = []
-        for axis in ("tok", "lat"):
+        """The grid scale serving `budget`: the scale of its tightest axis, capped at 1."""
+        scales = []
+        for axis, exponent in zip(("tok", "lat"), self.exponents, strict=True):
             asked, trained = getattr(budget, axis), getattr(self.loosest, axis)
             if asked is None:
                 continue
@@ -99,15 +107,15 @@ class BudgetRange:
                 raise AgentBalanceError(
                     f"this controller was trained without a {axis} budget; it cannot target --budget-{axis}"
                 )
-            ratios.append(asked / trained)
-        if not ratios:
+            scales.append((asked / trained) ** (1 / exponent))
+        if not scales:
             return 1.0
-        scale = min(1.0, min(ratios))
+        scale = min(1.0, min(scales))
         if scale < 1 / self.ratio * (1 - 1e-9):
-            tightest = self.loosest.scaled(1 / self.ratio)
             raise AgentBalanceError(
                 f"budget {budget.describe()} is tighter than this controller was trained for "
-                f"(down to {tightest.describe()}); rebuild with a lower budget or a larger --budget-ratio"
+                f"(down to {self.at(1 / self.ratio).describe()}); "
+                "rebuild with a lower budget or a larger --budget-ratio"
             )
         return scale
 
@@ -117,7 +125,7 @@ class BudgetRange:
         if len(self.deltas) != self.steps:
             raise AgentBalanceError("this budget range has no calibrated deltas (the run folder is incomplete)")
         delta = float(np.interp(math.log(scale), np.log(self.scales()), self.deltas))
-        return self.loosest.scaled(scale), delta
+        return self.at(scale), delta
 
     def with_deltas(self, deltas: Sequence[float]) -> BudgetRange:
         return dataclasses.replace(self, deltas=tuple(float(d) for d in deltas))
@@ -128,15 +136,18 @@ class BudgetRange:
             "ratio": self.ratio,
             "steps": self.steps,
             "deltas": list(self.deltas),
+            "exponents": list(self.exponents),
         }
 
     @classmethod
     def from_json(cls, document: dict[str, object]) -> BudgetRange:
         loosest = document["loosest"]
         assert isinstance(loosest, dict)
+        exponents = document.get("exponents", (1.0, 1.0))  # run folders written before exponents existed
         return cls(
             Budget(**loosest),
             float(document["ratio"]),  # type: ignore[arg-type]
             int(document["steps"]),  # type: ignore[call-overload]
             tuple(float(d) for d in document["deltas"]),  # type: ignore[union-attr]
+            (float(exponents[0]), float(exponents[1])),  # type: ignore[index]
         )
