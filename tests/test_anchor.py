@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -14,8 +15,9 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.runtime.rollout import Outcome
 from agentbalance.templates import topology_mas
-from agentbalance.train.budgets import Budget, BudgetRange, budget_condition
+from agentbalance.train.budgets import Budget, BudgetRange, budget_condition, conditions
 from agentbalance.train.build import BuildSpec, build, train_on
 from agentbalance.train.reinforce import (
     ANCHOR_TOPOLOGIES,
@@ -145,3 +147,34 @@ def test_fixed_lambdas_keep_the_users_delta_and_rank_by_the_penalised_objective(
     built = build(spec, tmp_path / "run")
     assert built.controller.config.delta == 0.25
     assert built.trainer.anchored is None
+
+
+def test_training_keeps_pulling_towards_the_anchored_templates(small_experiment, one_thread) -> None:
+    """Where the reward says nothing (every sample scores the same), REINFORCE steps move the policy towards
+    the imitated templates when `anchor_weight` > 0, and not without (then only rounding noise moves it)."""
+    val, train = small_experiment.splits.val, small_experiment.splits.train
+    budget_range = BudgetRange(Budget(tok=1.0), ratio=100, steps=2)
+    rows = torch.arange(len(train)) % 2  # half the queries under each target, with its template
+    condition = conditions([budget_range.budgets()[int(t)] for t in rows])
+
+    def gain(weight: float) -> float:
+        torch.manual_seed(0)
+        config = TrainConfig(anchor_steps=5, anchor_weight=weight, entropy_bonus=0.0, length_penalty=0.0)
+        trainer = _trainer(small_experiment, budget_range, config)
+        trainer.anchor(train, val)
+        assert trainer.imitated is not None
+        trainer.execute = lambda pairs: [Outcome("A", True, 0.001, 1.0, 1) for _ in pairs]  # a flat reward
+
+        def imitation_log_prob() -> float:
+            with torch.no_grad():
+                given = trainer.imitated.take(rows)
+                step = trainer.controller(small_experiment.embed(train), condition, "given", given)
+            return float(step.log_prob.mean())
+
+        before = imitation_log_prob()
+        optimiser = torch.optim.Adam(trainer.controller.parameters(), lr=1e-2)
+        for _ in range(5):
+            trainer._step(train[:16], optimiser, np.random.default_rng(0))
+        return imitation_log_prob() - before
+
+    assert gain(0.5) > max(gain(0.0), 0.0) + 0.1

@@ -50,6 +50,7 @@ class TrainConfig:
     anchor_steps: int = 300  # behaviour-cloning steps of an anchored start (see `Trainer.anchor`)
     anchor_learning_rate: float = 1e-2
     anchor_margin_z: float = 1.0  # a trained policy replaces the anchored start if it wins by this many SEs
+    anchor_weight: float = 0.1  # weight of imitating the anchored start during REINFORCE (0: none)
     difficulty_lr_scale: float = 0.1  # the difficulty head's end-to-end learning rate, relative
     seed: int = 0
 
@@ -200,6 +201,7 @@ class Trainer:
         self.deltas = [controller.config.delta for _ in self.targets]
         self.anchored: _Snapshot | None = None  # the start `anchor` cloned, always a final candidate
         self.anchor_margin = 0.0  # one standard error of the anchored start's validation Perf (x anchor_margin_z)
+        self.imitated: Decisions | None = None  # the anchored start's template per target, rows = targets
 
     # ---- lambdas
 
@@ -288,7 +290,8 @@ class Trainer:
             ]
             for budget in self.targets
         ]
-        self._imitate(train, self.controller.decisions_of(chosen))
+        self.imitated = self.controller.decisions_of(chosen)
+        self._imitate(train, self.imitated)
         evaluations = [self.evaluate(val, target) for target in range(len(self.targets))]
         self.anchored = _Snapshot(
             budget_score(evaluations, self.targets, self.penalties),
@@ -523,6 +526,13 @@ class Trainer:
             policy_gradient_loss(reward, step.log_prob, step.entropy, c.entropy_bonus, [int(t) for t in targets])
             + c.length_penalty * step.expected_length.mean()
         )
+        if self.imitated is not None and c.anchor_weight > 0:
+            # keep imitating the anchored templates: one policy serves every target budget, and without this
+            # pull a change that pays off at some budgets erases the template where it was the best choice
+            given = self.imitated.take(torch.as_tensor([int(t) for t in targets]))
+            batch_condition = conditions([self.targets[t] for t in targets])
+            imitation = self.controller(self._embed(batch), batch_condition, mode="given", given=given)
+            loss = loss - c.anchor_weight * imitation.log_prob.mean()
         optimiser.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.controller.parameters(), 5.0)
