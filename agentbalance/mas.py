@@ -88,9 +88,9 @@ class MAS:
         return mas
 
     @classmethod
-    def single(cls, role: str, backbone: str) -> MAS:
+    def single(cls, role: str, backbone: str, agent_id: str = "d") -> MAS:
         """One agent alone: the single-LLM baseline, and the cheapest valid MAS."""
-        return cls.trusted([Agent(id="d", role=role, backbone=backbone)], [], "d", order=["d"])
+        return cls.trusted([Agent(id=agent_id, role=role, backbone=backbone)], [], agent_id, order=[agent_id])
 
     def _index(self, order: tuple[str, ...]) -> None:
         self._by_id = {agent.id: agent for agent in self.agents}

@@ -26,6 +26,19 @@ def agentbalance(*args: str, cwd: Path, env: dict[str, str] | None = None) -> su
     )
 
 
+def write_two_agent_mas(path: Path) -> None:
+    """A Mathematician feeding the Decision Maker: the smallest MAS file with an edge."""
+    document = {
+        "agents": [
+            {"id": "m", "role": "Mathematician", "backbone": "qwen3-8b"},
+            {"id": "d", "role": "Decision Maker", "backbone": "qwen3-14b"},
+        ],
+        "edges": [["m", "d"]],
+        "decision": "d",
+    }
+    path.write_text(json.dumps(document))
+
+
 def one_error_line(done: subprocess.CompletedProcess[str], expected: str) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
@@ -130,18 +143,7 @@ def test_record_writes_a_replay_world_that_run_can_replay(tmp_path: Path) -> Non
 
 def test_run_in_the_live_world_against_a_loopback_endpoint(tmp_path: Path) -> None:
     mas = tmp_path / "mas.json"
-    mas.write_text(
-        json.dumps(
-            {
-                "agents": [
-                    {"id": "m", "role": "Mathematician", "backbone": "qwen3-8b"},
-                    {"id": "d", "role": "Decision Maker", "backbone": "qwen3-14b"},
-                ],
-                "edges": [["m", "d"]],
-                "decision": "d",
-            }
-        )
-    )
+    write_two_agent_mas(mas)
     with LoopbackServer(api_keys={"sk-loopback"}) as server:
         env = {"AGENTBALANCE_API_KEY": "sk-loopback"}
         args = [

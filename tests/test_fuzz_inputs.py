@@ -22,6 +22,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
 from agentbalance.query import read_queries
 from agentbalance.roles import RoleSet
+from tests.test_mas import DESIGN_EXAMPLE
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -45,16 +46,7 @@ VALID_ROLE: dict[str, Any] = {
     "domains": ["math"],
 }
 DECISION_ROLE = {**VALID_ROLE, "name": "Decider", "kind": "decision"}
-VALID_MAS: dict[str, Any] = {
-    "query_id": "q1",
-    "pool": 0,
-    "agents": [
-        {"id": "a0", "role": "Mathematician", "backbone": "qwen3-8b"},
-        {"id": "a1", "role": "Decision Maker", "backbone": "qwen3-32b"},
-    ],
-    "edges": [["a0", "a1"]],
-    "decision": "a1",
-}
+VALID_MAS: dict[str, Any] = DESIGN_EXAMPLE  # the MAS of DESIGN.md, as tests/test_mas.py reads it
 
 leaves = st.one_of(
     st.none(),

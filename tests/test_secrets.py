@@ -21,6 +21,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.worlds import LiveOptions, open_world
 from agentbalance.worlds.live import LiveWorld
 from tests.loopback_server import LoopbackServer
+from tests.test_cli_build import write_two_agent_mas
 from tests.test_live_world import complete, write_catalog
 
 KEY = "sk-secret-9f8e7d6c5b4a-DO-NOT-LEAK"
@@ -157,18 +158,7 @@ def test_a_live_run_and_build_write_the_key_nowhere(
     env = {"AGENTBALANCE_API_KEY": KEY, "COLUMNS": "160"}
     live = ["--world", "live", "--base-url", server.base_url, "--cache-dir", str(tmp_path / "cache")]
     mas = tmp_path / "mas.json"
-    mas.write_text(
-        json.dumps(
-            {
-                "agents": [
-                    {"id": "m", "role": "Mathematician", "backbone": "qwen3-8b"},
-                    {"id": "d", "role": "Decision Maker", "backbone": "qwen3-14b"},
-                ],
-                "edges": [["m", "d"]],
-                "decision": "d",
-            }
-        )
-    )
+    write_two_agent_mas(mas)
     caplog.set_level(logging.DEBUG)  # every record of every library, the SDK's and the HTTP client's included
     runner = CliRunner()
     ran = runner.invoke(app, ["run", "--mas", str(mas), *live, "--input", str(questions(tmp_path)), "--json"], env=env)

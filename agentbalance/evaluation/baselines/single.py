@@ -7,7 +7,7 @@ frontier, as in the paper.
 from __future__ import annotations
 
 from agentbalance.evaluation.baselines.fixed import OneBackboneMethod
-from agentbalance.mas import MAS, Agent
+from agentbalance.mas import MAS
 from agentbalance.roles import RoleSet
 from agentbalance.templates import agent_id
 
@@ -15,8 +15,7 @@ from agentbalance.templates import agent_id
 def single_mas(roles: RoleSet, backbone: str) -> MAS:
     """The decision role answering alone on `backbone`."""
     index = roles.names.index(roles.decision.name)
-    agent = Agent(id=agent_id((index, 1)), role=roles.decision.name, backbone=backbone)
-    return MAS([agent], [], agent.id, source=f"single LLM {backbone}")
+    return MAS.single(roles.decision.name, backbone, agent_id((index, 1)))
 
 
 class SingleLLM(OneBackboneMethod):
