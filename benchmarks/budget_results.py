@@ -3,7 +3,9 @@
 For each world (the simulator, and the mmlu-pro-dev and gsm8k-reasoning-dev replay worlds when present)
 and four token budgets from tight to loose (latency budget loose), build a controller, then compare its
 test Perf/Tok/Lat with every backbone alone, and report what it built (pools, agents, backbones, depth).
-Run: .venv/bin/python benchmarks/budget_results.py  (writes benchmarks/results/budget_results.json)
+Each seed draws its own split of the world and trains its own controllers; the summary averages the seeds.
+Run: .venv/bin/python benchmarks/budget_results.py --seeds 0,1,2 --jobs 2
+(writes benchmarks/results/budget_results.json)
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
+import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +30,7 @@ from agentbalance.train.reinforce import TrainConfig, evaluation_json, summarise
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+SIZES = (600, 200, 400)  # train / val / test questions (a replay world may have fewer)
 
 
 def single_backbones(world, roles, queries) -> list[dict[str, float]]:
@@ -48,19 +54,34 @@ def single_backbones(world, roles, queries) -> list[dict[str, float]]:
     return rows
 
 
-def run_world(name: str, spec_world: str, epochs: int) -> dict[str, object]:
-    probe = BuildSpec(world=spec_world, sizes=(600, 200, 400))
+def world_levels(spec_world: str) -> tuple[list[float], float]:
+    """Four token budgets spread log-evenly from 1.5x the cheapest backbone alone to the costliest one,
+    and a loose latency budget (3x the slowest): measured on seed 0's test split, then fixed for every seed
+    so that the seeds average the same budgets."""
+    probe = BuildSpec(world=spec_world, sizes=SIZES)
     world, _, roles, _ = resolve_world(probe)
-    splits = world_splits(world, probe.sizes, seed=0)
-    singles = single_backbones(world, roles, splits.test)
-    val_singles = {row["backbone"]: row for row in single_backbones(world, roles, splits.val)}
+    singles = single_backbones(world, roles, world_splits(world, SIZES, seed=0).test)
     toks = sorted(row["tok"] for row in singles)
     lat_budget = 3 * max(row["lat"] for row in singles)
     budgets = [float(x) for x in np.exp(np.linspace(math.log(toks[0] * 1.5), math.log(toks[-1]), 4))]
+    return budgets, lat_budget
+
+
+def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_budget: float, epochs: int) -> dict:
+    """One seed (its own split of the world and its own training): a build per budget, compared with
+    every backbone alone on the same test questions."""
+    probe = BuildSpec(world=spec_world, sizes=SIZES)
+    world, _, roles, _ = resolve_world(probe)
+    splits = world_splits(world, SIZES, seed=seed)
+    singles = single_backbones(world, roles, splits.test)
+    val_singles = {row["backbone"]: row for row in single_backbones(world, roles, splits.val)}
     levels = []
     for tok_budget in budgets:
         spec = BuildSpec(
-            world=spec_world, budget=Budget(tok_budget, lat_budget), sizes=probe.sizes, train=TrainConfig(epochs=epochs)
+            world=spec_world,
+            budget=Budget(tok_budget, lat_budget),
+            sizes=SIZES,
+            train=TrainConfig(epochs=epochs, seed=seed),
         )
         with tempfile.TemporaryDirectory() as folder:
             result = build(spec, Path(folder) / "run").result
@@ -89,30 +110,63 @@ def run_world(name: str, spec_world: str, epochs: int) -> dict[str, object]:
                 ),
             }
         )
+        best = best_single and (best_single["backbone"], round(best_single["perf"], 3))
         print(
-            name,
-            f"budget {tok_budget:.4f}",
-            "perf",
-            round(result.test.perf, 3),
-            "tok",
-            round(result.test.tok, 4),
-            "best single",
-            best_single and (best_single["backbone"], round(best_single["perf"], 3)),
+            name, f"seed {seed} budget {tok_budget:.4f} perf {result.test.perf:.3f}", f"best single {best}", flush=True
         )
-    return {"world": name, "test_n": len(splits.test), "singles": singles, "levels": levels}
+    return {"seed": seed, "test_n": len(splits.test), "singles": singles, "levels": levels}
+
+
+def summarise_levels(seeds: list[dict]) -> list[dict[str, object]]:
+    """Per budget, over the seeds: budgets met on test, and the controller's Perf minus each single
+    (mean, and at how many seeds it is at or above)."""
+    rows = []
+    for index in range(len(seeds[0]["levels"])):
+        at_level = [seed["levels"][index] for seed in seeds]
+        row: dict[str, object] = {
+            "budget_tok": at_level[0]["budget_tok"],
+            "seeds": len(at_level),
+            "budget_met_on_test": sum(level["meets_budget_on_test"] for level in at_level),
+            "controller_perf_mean": float(np.mean([level["test"]["perf"] for level in at_level])),
+        }
+        for reference in ("best_single", "validation_selected_single"):
+            gaps = [
+                level[f"perf_minus_{reference}"] for level in at_level if level[f"perf_minus_{reference}"] is not None
+            ]
+            row[f"minus_{reference}_mean"] = float(np.mean(gaps)) if gaps else None
+            row[f"at_or_above_{reference}"] = sum(gap >= -1e-9 for gap in gaps)
+        rows.append(row)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--epochs", type=int, default=25)
+    parser.add_argument("--seeds", default="0", help="comma-separated; each seed has its own split and training")
+    parser.add_argument("--jobs", type=int, default=1, help="(world, seed) pairs built in parallel processes")
     args = parser.parse_args()
+    seeds = [int(seed) for seed in args.seeds.split(",")]
     worlds = [("simulated", "sim")]
     for folder in ("mmlu-pro-dev", "gsm8k-reasoning-dev"):
         if (SHARED / folder).is_dir():
             worlds.append((folder, f"replay:{SHARED / folder}"))
+    levels = {name: world_levels(spec) for name, spec in worlds}
+    pairs = [(name, spec, seed) for name, spec in worlds for seed in seeds]
+    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {
+            pair: pool.submit(run_seed, pair[0], pair[1], pair[2], *levels[pair[0]], args.epochs) for pair in pairs
+        }
+        done = {pair: future.result() for pair, future in futures.items()}
     report = {
-        "command": f"python benchmarks/budget_results.py --epochs {args.epochs}",
-        "worlds": [run_world(name, spec, args.epochs) for name, spec in worlds],
+        "command": "python benchmarks/budget_results.py " + " ".join(sys.argv[1:]),
+        "worlds": [
+            {
+                "world": name,
+                "summary": summarise_levels([done[(name, spec, seed)] for seed in seeds]),
+                "seeds": [done[(name, spec, seed)] for seed in seeds],
+            }
+            for name, spec in worlds
+        ],
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "budget_results.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -17,7 +17,7 @@ from agentbalance.runtime.rollout import rollout
 from agentbalance.runtime.runner import Runner
 from agentbalance.train.budgets import Budget, budget_condition
 from agentbalance.train.build import BuildSpec, build, embed_queries, load_controller
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.reinforce import TrainConfig, policy_gradient_loss
 from agentbalance.worlds.simulated import SimulatedWorld
 
 
@@ -104,3 +104,23 @@ def test_a_run_folder_works_after_it_is_moved_away_from_the_role_files(built, tm
     (moved / "config.json").write_text(json.dumps(config))
     controller, _ = load_controller(moved)
     assert controller.context.role_names == built.controller.context.role_names
+
+
+def test_samples_that_scored_the_same_give_no_policy_gradient() -> None:
+    """Rewards equal within each query (up to rounding) carry no signal: only the entropy bonus may move
+    the policy. Before, rounding error in the baseline was normalised into a full-size random step."""
+    logits = torch.zeros(6, requires_grad=True)
+    log_prob = torch.log_softmax(logits, dim=0)
+    flat = torch.tensor([[0.987654321] * 3, [0.123456789] * 3], dtype=torch.float32)  # means round off
+    policy_gradient_loss(flat, log_prob, torch.zeros(6), entropy_bonus=0.0).backward()
+    assert logits.grad is not None and torch.count_nonzero(logits.grad) == 0
+
+
+def test_a_better_sample_is_made_more_likely() -> None:
+    logits = torch.zeros(4, requires_grad=True)
+    log_prob = torch.log_softmax(logits, dim=0)
+    reward = torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=torch.float64)
+    policy_gradient_loss(reward, log_prob, torch.zeros(4), entropy_bonus=0.0).backward()
+    assert logits.grad is not None
+    assert logits.grad[0] < 0 < logits.grad[1]  # gradient descent raises the rewarded sample's logit
+    assert logits.grad[0] < logits.grad[2] and logits.grad[2] == logits.grad[3]  # the tied query: no signal

@@ -521,7 +521,7 @@ class Trainer:
             float(o.correct) - lambdas[t][0] * 100 * o.cost_usd - lambdas[t][1] * o.latency_s
             for o, t in zip(outcomes, rows, strict=True)
         ]
-        reward = torch.tensor(rewards).view(len(batch), samples)
+        reward = torch.tensor(rewards, dtype=torch.float64).view(len(batch), samples)
         loss = (
             policy_gradient_loss(reward, step.log_prob, step.entropy, c.entropy_bonus, [int(t) for t in targets])
             + c.length_penalty * step.expected_length.mean()
@@ -584,13 +584,20 @@ def policy_gradient_loss(
     (one label per query: its target budget) each group is normalised on its own, so queries trained
     under a tight budget, whose penalties are large, do not drown the signal of the loose ones.
     """
+    tolerance = 16 * torch.finfo(reward.dtype).eps  # rounding error of the mean, at the rewards' precision
+    reward = reward.double()
     advantage = reward - reward.mean(dim=1, keepdim=True)
+    # samples that scored the same carry no signal: their difference from the mean is rounding error,
+    # which normalisation would blow up into a full-size step in a random direction (and Adam, whatever
+    # the gradient's size, takes it at full speed)
+    advantage[advantage.abs() <= tolerance * (1.0 + reward.abs())] = 0.0
     labels = torch.as_tensor(list(groups) if groups is not None else [0] * len(reward))
     for label in labels.unique():
         rows = labels == label
-        if advantage[rows].numel() > 1:
-            advantage[rows] = advantage[rows] / (advantage[rows].std() + 1e-6)
-    return -(advantage.reshape(-1) * log_prob).mean() - entropy_bonus * entropy.mean()
+        spread = advantage[rows].std() if advantage[rows].numel() > 1 else advantage.new_tensor(0.0)
+        if spread > 0:
+            advantage[rows] = advantage[rows] / (spread + 1e-6)
+    return -(advantage.reshape(-1).to(log_prob.dtype) * log_prob).mean() - entropy_bonus * entropy.mean()
 
 
 def evaluate_policy(

@@ -153,7 +153,7 @@ def train_sampled_policy(
             rewards = [batch_penalty.reward(o) for o in outcomes]
             if bonus is not None:
                 rewards = [r + b for r, b in zip(rewards, bonus(masses), strict=True)]
-            reward = torch.tensor(rewards).view(len(batch), samples)
+            reward = torch.tensor(rewards, dtype=torch.float64).view(len(batch), samples)
             loss = policy_gradient_loss(reward, log_prob, entropy, config.entropy_bonus)
             assert optimiser is not None
             optimiser.zero_grad()
