@@ -70,8 +70,8 @@ def world_levels(spec_world: str) -> tuple[list[float], float]:
 def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_budget: float, epochs: int) -> dict:
     """One seed (its own split of the world and its own training): a build per budget, compared with
     every backbone alone on the same test questions."""
-    probe = BuildSpec(world=spec_world, sizes=SIZES)
-    world, _, roles, _ = resolve_world(probe)
+    probe = BuildSpec(world=spec_world, sizes=SIZES, train=TrainConfig(seed=seed))
+    world, _, roles, _ = resolve_world(probe)  # the world the builds see: the seed also draws its split
     splits = world_splits(world, SIZES, seed=seed)
     singles = single_backbones(world, roles, splits.test)
     val_singles = {row["backbone"]: row for row in single_backbones(world, roles, splits.val)}
