@@ -1,6 +1,6 @@
 """How close does one budget-conditioned controller come to a controller trained per budget?
 
-For each world of benchmarks/results/budget_results.json (its four token budgets, geometric from tight
+For each world of benchmarks/results/budget_results.json (seed 0: its four token budgets, geometric from tight
 to loose, and its loose latency budget), train ONE controller with `--budget-conditioned` over exactly
 those four budgets (a Tok-only range; the latency budget is checked on test afterwards), then compare
 its test Perf/Tok/Lat at each budget with the per-budget controller of budget_results.json.
@@ -25,8 +25,10 @@ SPECS = {"simulated": "sim"} | {name: f"replay:{SHARED / name}" for name in ("mm
 
 
 def run_world(per_budget: dict[str, object], epochs: int) -> dict[str, object]:
-    levels = per_budget["levels"]
-    assert isinstance(levels, list)
+    """Seed 0: the budget-conditioned controller against seed 0's per-budget controllers."""
+    seeds = per_budget["seeds"]
+    assert isinstance(seeds, list)
+    levels = next(entry for entry in seeds if entry["seed"] == 0)["levels"]
     budgets = [level["budget_tok"] for level in levels]
     lat_budget = levels[0]["budget_lat"]
     loosest = Budget(tok=budgets[-1])

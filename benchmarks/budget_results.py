@@ -144,12 +144,17 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=25)
     parser.add_argument("--seeds", default="0", help="comma-separated; each seed has its own split and training")
     parser.add_argument("--jobs", type=int, default=1, help="(world, seed) pairs built in parallel processes")
+    parser.add_argument("--worlds", default="simulated,mmlu-pro-dev,gsm8k-reasoning-dev")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
-    worlds = [("simulated", "sim")]
-    for folder in ("mmlu-pro-dev", "gsm8k-reasoning-dev"):
-        if (SHARED / folder).is_dir():
-            worlds.append((folder, f"replay:{SHARED / folder}"))
+    worlds = []
+    for name in args.worlds.split(","):
+        if name == "simulated":
+            worlds.append((name, "sim"))
+        elif (SHARED / name).is_dir():
+            worlds.append((name, f"replay:{SHARED / name}"))
+        else:
+            print(f"skipping {name}: {SHARED / name} is absent", flush=True)
     levels = {name: world_levels(spec) for name, spec in worlds}
     pairs = [(name, spec, seed) for name, spec in worlds for seed in seeds]
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:

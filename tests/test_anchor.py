@@ -29,14 +29,17 @@ from agentbalance.train.reinforce import (
 )
 
 
-def _trainer(experiment: Experiment, budget_range: BudgetRange, config: TrainConfig) -> Trainer:
+def _trainer(experiment: Experiment, budgets: BudgetRange | Budget, config: TrainConfig) -> Trainer:
+    """A trainer for a budget range, or for one budget."""
     controller = Controller(experiment.context)
+    budget_range = budgets if isinstance(budgets, BudgetRange) else None
+    budget = budgets.loosest if isinstance(budgets, BudgetRange) else budgets
     return Trainer(
         controller,
         experiment.world,
         experiment.roles,
         experiment.embeddings,
-        budget_range.loosest,
+        budget,
         config,
         experiment.grader,
         budget_range,
@@ -51,10 +54,10 @@ def _templates(experiment: Experiment) -> list[MAS]:
 
 
 def _best_fitting_template(experiment: Experiment, budget: Budget) -> MAS:
-    """Independently of the trainer: the template with the best validation Perf whose upper cost bounds
-    meet `budget` (the smallest excess when none does)."""
-    val = experiment.splits.val
-    measured = [(mas, experiment.measure([mas] * len(val), val)) for mas in _templates(experiment)]
+    """Independently of the trainer: the template with the best Perf on the training and validation
+    questions whose upper cost bounds meet `budget` (the smallest excess when none does)."""
+    questions = experiment.splits.train + experiment.splits.val
+    measured = [(mas, experiment.measure([mas] * len(questions), questions)) for mas in _templates(experiment)]
     fitting = [(mas, e) for mas, e in measured if e.meets(budget)]
     if not fitting:
         return min(measured, key=lambda item: item[1].excess(budget))[0]
@@ -105,6 +108,24 @@ def test_the_anchored_start_is_the_best_template_that_fits_each_budget(small_exp
             small_experiment.embed(val), budget_condition(budget, len(val)), delta=trainer.deltas[target]
         )
         assert all(_shape(mas) == _shape(template) for mas in masses)
+
+
+def test_templates_are_told_apart_on_the_training_questions_too(small_experiment, one_thread) -> None:
+    """A template learns nothing from the training split, so it is measured there as well: one that wins on
+    the few validation questions but loses on the many training ones is not chosen."""
+    weak, strong = small_experiment.kept[:2]
+    val_ids = {q.id for q in small_experiment.splits.val}
+
+    def outcome(mas: MAS, query) -> Outcome:
+        backbones = {agent.backbone for agent in mas.agents}
+        lucky = backbones == {weak} and query.id in val_ids  # right on every validation question only
+        steady = backbones == {strong} and sum(map(ord, query.id)) % 10 != 0  # right on ~90% everywhere
+        return Outcome("A", lucky or steady, 0.0001 * len(mas), 1.0, len(mas))
+
+    trainer = _trainer(small_experiment, Budget(tok=1.0), TrainConfig())
+    trainer.execute = lambda pairs: [outcome(mas, query) for mas, query in pairs]
+    imitated = trainer.anchor(small_experiment.splits.train, small_experiment.splits.val)
+    assert [_shape(mas) for mas in imitated] == [_shape(MAS.single(small_experiment.roles.decision.name, strong))]
 
 
 def test_a_trained_policy_must_win_by_the_margin_to_replace_the_anchored_start() -> None:

@@ -261,8 +261,9 @@ class Trainer:
 
     def anchor(self, train: Sequence[Query], val: Sequence[Query]) -> list[MAS]:
         """An anchored start: imitate, under each target budget's condition, the best MAS template that fits
-        that budget on validation: every kept backbone alone, and the role library on one backbone wired
-        as a chain, a star or layers (`ANCHOR_TOPOLOGIES`, the templates the controller can construct).
+        that budget on the training and validation questions: every kept backbone alone, and the role
+        library on one backbone wired as a chain, a star or layers (`ANCHOR_TOPOLOGIES`, the templates the
+        controller can construct).
 
         REINFORCE then starts from a policy that already meets the budget with a good Perf, and this
         start stays a candidate of the final choice on validation, so training replaces it only with
@@ -276,9 +277,13 @@ class Trainer:
         templates = [MAS.single(self.roles.decision.name, name) for name in names] + [
             topology_mas(kind, self.roles, name) for kind in ANCHOR_TOPOLOGIES for name in names
         ]
-        outcomes = self.execute([(template, query) for template in templates for query in val])
+        # the templates learn nothing from the training split: measured on it too, they are told apart
+        # by 3-4x the questions (validation alone often ranks two close backbones the wrong way round)
+        measured = [*train, *val]
+        outcomes = self.execute([(template, query) for template in templates for query in measured])
+        n = len(measured)
         evaluations = [
-            summarise([template] * len(val), outcomes[i * len(val) : (i + 1) * len(val)], self.config.confidence_z)
+            summarise([template] * n, outcomes[i * n : (i + 1) * n], self.config.confidence_z)
             for i, template in enumerate(templates)
         ]
         chosen = [
