@@ -513,12 +513,17 @@ class Trainer:
         """One REINFORCE step: several samples per query, the per-query mean reward as baseline."""
         c = self.config
         samples = c.samples_per_query
-        embeddings = self._embed(batch).repeat_interleave(samples, dim=0)
         # each query trains under one target budget (always the same one without a range)
-        targets = generator.integers(len(self.targets), size=len(batch)) if len(self.targets) > 1 else [0] * len(batch)
-        rows = [int(targets[index // samples]) for index in range(len(embeddings))]
-        condition = conditions([self.targets[t] for t in rows])
-        step = self.controller(embeddings, condition, mode="sample")
+        drawn = generator.integers(len(self.targets), size=len(batch)) if len(self.targets) > 1 else [0] * len(batch)
+        targets = [int(t) for t in drawn]
+        query_embeddings = self._embed(batch)
+        query_conditions = conditions([self.targets[t] for t in targets])
+        rows = [t for t in targets for _ in range(samples)]  # the target of each sample, query-major
+        step = self.controller(
+            query_embeddings.repeat_interleave(samples, dim=0),
+            query_conditions.repeat_interleave(samples, dim=0),
+            mode="sample",
+        )
         lambdas = [self.lambdas(t) for t in range(len(self.targets))]
         masses = self.controller.to_masses(step.decisions)
         outcomes = self.execute([(mas, batch[index // samples]) for index, mas in enumerate(masses)])
@@ -528,15 +533,14 @@ class Trainer:
         ]
         reward = torch.tensor(rewards, dtype=torch.float64).view(len(batch), samples)
         loss = (
-            policy_gradient_loss(reward, step.log_prob, step.entropy, c.entropy_bonus, [int(t) for t in targets])
+            policy_gradient_loss(reward, step.log_prob, step.entropy, c.entropy_bonus, targets)
             + c.length_penalty * step.expected_length.mean()
         )
         if self.imitated is not None and c.anchor_weight > 0:
             # keep imitating the anchored templates: one policy serves every target budget, and without this
             # pull a change that pays off at some budgets erases the template where it was the best choice
-            given = self.imitated.take(torch.as_tensor([int(t) for t in targets]))
-            batch_condition = conditions([self.targets[t] for t in targets])
-            imitation = self.controller(self._embed(batch), batch_condition, mode="given", given=given)
+            given = self.imitated.take(torch.as_tensor(targets))
+            imitation = self.controller(query_embeddings, query_conditions, mode="given", given=given)
             loss = loss - c.anchor_weight * imitation.log_prob.mean()
         optimiser.zero_grad()
         loss.backward()
@@ -599,9 +603,9 @@ def policy_gradient_loss(
     labels = torch.as_tensor(list(groups) if groups is not None else [0] * len(reward))
     for label in labels.unique():
         rows = labels == label
-        spread = advantage[rows].std() if advantage[rows].numel() > 1 else advantage.new_tensor(0.0)
-        if spread > 0:
-            advantage[rows] = advantage[rows] / (spread + 1e-6)
+        group = advantage[rows]
+        if group.numel() > 1 and group.std() > 0:  # a group with no spread stays zero
+            advantage[rows] = group / (group.std() + 1e-6)
     return -(advantage.reshape(-1).to(log_prob.dtype) * log_prob).mean() - entropy_bonus * entropy.mean()
 
 
