@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentbalance.errors import AgentBalanceError
-from agentbalance.files import load_validated
+from agentbalance.files import describe_validation_error, load_validated
 from agentbalance.named import NamedCollection
 from agentbalance.shipped import default_catalog_path
 
@@ -196,6 +196,22 @@ class Catalog(NamedCollection[Backbone]):
         path = Path(path) if path is not None else default_catalog_path()
         parsed = load_validated(path, "catalog", _CatalogFile, "backbones")
         return cls(parsed.backbones, parsed.assumptions, source=str(path))
+
+    @classmethod
+    def from_json(cls, data: object, source: str) -> Catalog:
+        """A catalog saved by `to_json` (in a run folder), validated like a catalog file."""
+        entries = data.get("backbones") if isinstance(data, dict) else None
+        try:
+            parsed = _CatalogFile.model_validate(data)
+        except ValidationError as error:
+            raise AgentBalanceError(
+                describe_validation_error(error, source, entries if isinstance(entries, list) else [])
+            ) from None
+        return cls(parsed.backbones, parsed.assumptions, source=source)
+
+    def to_json(self) -> dict[str, Any]:
+        """The catalog as a catalog file's content (JSON-ready): `from_json` gives it back unchanged."""
+        return _CatalogFile(backbones=list(self.backbones), assumptions=self.assumptions).model_dump(mode="json")
 
     @property
     def backbones(self) -> tuple[Backbone, ...]:

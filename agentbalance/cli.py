@@ -333,13 +333,12 @@ def _controller_plans(
     model: Path, world: World, roles: str | None, queries: list[Query], budget: Budget | None
 ) -> tuple[RoleSet, list[MAS]]:
     """Load a trained controller over the world's catalog and construct one MAS per query."""
+    from agentbalance.policy.context import ControllerCatalogs
     from agentbalance.train.budgets import budget_condition
-    from agentbalance.train.build import load_controller, serving_budget
+    from agentbalance.train.build import load_controller, run_roles, serving_budget
 
     library = RoleSet.load(roles) if roles is not None else None
-    calibrated = getattr(world, "calibrated_catalog", None)
-    controller, config = load_controller(model, calibrated() if callable(calibrated) else world.catalog, library)
-    from agentbalance.train.build import run_roles
+    controller, config = load_controller(model, ControllerCatalogs.of_world(world), library)
 
     library = library or run_roles(model, config)
     served, delta = serving_budget(config, budget)
@@ -584,7 +583,9 @@ def evaluate(
     world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
     split: Annotated[str, typer.Option(help="test | val | train | all")] = "test",
-    seed: Annotated[int, typer.Option(help="Seed of the world and its split.")] = 0,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed of the world and its split (default: the run's, so its test split).")
+    ] = None,
     task: TaskOption = None,
     data: DataOption = None,
     limit: LimitOption = None,
@@ -610,21 +611,22 @@ def evaluate(
         serving_budget,
         spec_splits,
     )
-    from agentbalance.train.reinforce import TrainConfig, evaluate_policy
+    from agentbalance.train.reinforce import TrainConfig, policy_outcomes, summarise
 
-    saved_task = (read_run_config(model).get("task") or {}) if task is None else {}
+    saved = read_run_config(model)
+    saved_task = (saved.get("task") or {}) if task is None else {}
     spec = BuildSpec(
         world=world_spec,
         catalog=str(catalog) if catalog else None,
-        train=TrainConfig(seed=seed),
+        train=TrainConfig(seed=int(saved["train"].get("seed", 0)) if seed is None else seed),
         task=task or saved_task.get("name"),
         data=str(data) if data else saved_task.get("data"),
         limit=limit if limit is not None else saved_task.get("limit"),
         live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file),
     )
-    world, pooling_catalog, _, loaded_task = resolve_world(spec)
+    world, catalogs, _, loaded_task = resolve_world(spec)
     encoder = TextEncoder()
-    controller, config = load_controller(model, pooling_catalog, None, encoder)
+    controller, config = load_controller(model, catalogs, None, encoder)
     splits = spec_splits(dataclasses.replace(spec, sizes=tuple(config["sizes"])), world, loaded_task)
     queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
     asked = _serve_budget(budget_tok, budget_lat)
@@ -633,7 +635,8 @@ def evaluate(
     roles = run_roles(model, config)
     grader = loaded_task.score if loaded_task else None
     embeddings = embed_queries(encoder, queries)
-    result = evaluate_policy(controller, world, roles, embeddings, queries, served, grader=grader, delta=delta)
+    masses, outcomes = policy_outcomes(controller, world, roles, embeddings, queries, served, grader, delta)
+    result = summarise(masses, outcomes, TrainConfig().confidence_z)
     feasible = result.meets(budget, upper=False)
     if as_json:
         _print_result_json(result, budget, feasible, split, model)
@@ -655,7 +658,7 @@ def export(
     if output_format not in ("json", "mermaid", "autogen"):
         raise AgentBalanceError(f"unknown --format {output_format!r}; use json, mermaid or autogen")
     from agentbalance.train.budgets import budget_condition
-    from agentbalance.train.build import load_controller, run_catalog, run_roles, serving_budget
+    from agentbalance.train.build import load_controller, run_catalogs, run_roles, serving_budget
 
     controller, config = load_controller(model)
     served, delta = serving_budget(config, _serve_budget(budget_tok, budget_lat))
@@ -665,7 +668,7 @@ def export(
     if output_format == "autogen":
         from agentbalance.adapters.autogen import autogen_script
 
-        text = autogen_script(mas, run_catalog(config), run_roles(model, config), query=query)
+        text = autogen_script(mas, run_catalogs(model, config).described, run_roles(model, config), query=query)
     else:
         text = json.dumps(mas.to_json(), indent=2) if output_format == "json" else mas.to_mermaid()
     sys.stdout.write(text + "\n")

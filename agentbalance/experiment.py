@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.mas import MAS
-from agentbalance.policy.context import ControllerContext
+from agentbalance.policy.context import ControllerCatalogs, ControllerContext
 from agentbalance.pooling import PoolingResult, build_pools
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
@@ -33,7 +32,7 @@ class Experiment:
     """Everything a method needs to train on `splits.train` and be measured on `splits.test`."""
 
     world: Any
-    catalog: Catalog  # the catalog pools are built from (a replay world's is calibrated on its recordings)
+    catalogs: ControllerCatalogs  # the backbones as the controller sees them (described, pooled)
     roles: RoleSet
     task: Task | None
     pools: PoolingResult
@@ -50,17 +49,17 @@ class Experiment:
         from agentbalance.train.build import embed_queries, resolve_world, spec_splits
 
         on_stage("loading the world and building pools")
-        world, pooling_catalog, default_roles, task = resolve_world(spec)
+        world, catalogs, default_roles, task = resolve_world(spec)
         roles = roles or default_roles
-        pools = build_pools(pooling_catalog, k=spec.pools, seed=spec.train.seed)
+        pools = build_pools(catalogs.pooled, k=spec.pools, seed=spec.train.seed)
         encoder = TextEncoder()
-        context = ControllerContext.build(world.catalog, pools, roles, encoder)
+        context = ControllerContext.build(catalogs.described, pools, roles, encoder)
         splits = spec_splits(spec, world, task)
         on_stage("embedding the questions")
         embeddings = embed_queries(encoder, splits.train + splits.val + splits.test)
         return cls(
             world,
-            pooling_catalog,
+            catalogs,
             roles,
             task,
             pools,

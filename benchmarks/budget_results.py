@@ -4,6 +4,9 @@ For each world (the simulator, and the mmlu-pro-dev and gsm8k-reasoning-dev repl
 and four token budgets from tight to loose (latency budget loose), build a controller, then compare its
 test Perf/Tok/Lat with every backbone alone, and report what it built (pools, agents, backbones, depth).
 Each seed draws its own split of the world and trains its own controllers; the summary averages the seeds.
+The best single that fits is the oracle's pick (best on the test split itself), the highest of a dozen
+noisy estimates; so each comparison is also paired question by question, with an exact sign test on the
+questions where the two disagree, and the test split is as large as the world allows (4,000 simulated).
 Run: .venv/bin/python benchmarks/budget_results.py --seeds 0,1,2 --jobs 2
 (writes benchmarks/results/budget_results.json)
 """
@@ -20,9 +23,10 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import binomtest
 
 from agentbalance.mas import MAS
-from agentbalance.runtime.rollout import rollout
+from agentbalance.runtime.rollout import Outcome, rollout
 from agentbalance.train.budgets import Budget
 from agentbalance.train.build import BuildSpec, build, resolve_world
 from agentbalance.train.data import world_splits
@@ -30,20 +34,27 @@ from agentbalance.train.reinforce import TrainConfig, evaluation_json, summarise
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-SIZES = (600, 200, 400)  # train / val / test questions (a replay world may have fewer)
+SIZES = (600, 200, 4000)  # train / val / test questions; a replay world has fewer test questions (all are used)
 
 
-def single_backbones(world, roles, queries) -> list[dict[str, float]]:
-    """Every backbone of the world's catalog alone (the decision role) on `queries`: means and the upper
-    bounds the trainer checks budgets with."""
-    rows = []
+def single_outcomes(world, roles, queries) -> dict[str, list[Outcome]]:
+    """Every backbone of the world's catalog alone (the decision role) on `queries`, question by question."""
+    outcomes = {}
     for backbone in world.catalog:
         single = MAS.single(roles.decision.name, backbone.name)
-        outcomes = [rollout(world, roles, single, q) for q in queries]
-        measured = summarise([single] * len(queries), outcomes, TrainConfig().confidence_z)
+        outcomes[backbone.name] = [rollout(world, roles, single, q) for q in queries]
+    return outcomes
+
+
+def single_rows(world, roles, outcomes: dict[str, list[Outcome]]) -> list[dict[str, float]]:
+    """Each single's means and the upper bounds the trainer checks budgets with."""
+    rows = []
+    for name, measured_outcomes in outcomes.items():
+        single = MAS.single(roles.decision.name, name)
+        measured = summarise([single] * len(measured_outcomes), measured_outcomes, TrainConfig().confidence_z)
         rows.append(
             {
-                "backbone": backbone.name,
+                "backbone": name,
                 "perf": measured.perf,
                 "tok": measured.tok,
                 "lat": measured.lat,
@@ -52,6 +63,28 @@ def single_backbones(world, roles, queries) -> list[dict[str, float]]:
             }
         )
     return rows
+
+
+def single_backbones(world, roles, queries) -> list[dict[str, float]]:
+    """Every backbone alone on `queries`: means and upper bounds."""
+    return single_rows(world, roles, single_outcomes(world, roles, queries))
+
+
+def paired_comparison(ours: list[Outcome], theirs: list[Outcome]) -> dict[str, float | int | bool]:
+    """Ours minus theirs on the same questions: the gap, its 95% interval, and an exact one-sided sign
+    test on the questions only one of the two gets right (McNemar's exact test): is ours worse?"""
+    gains = np.array([float(a.correct) - float(b.correct) for a, b in zip(ours, theirs, strict=True)])
+    spread = 1.96 * gains.std(ddof=1) / math.sqrt(len(gains)) if len(gains) > 1 else 0.0
+    wins, losses = int((gains > 0).sum()), int((gains < 0).sum())
+    p_worse = binomtest(losses, wins + losses, 0.5, alternative="greater").pvalue if wins + losses else 1.0
+    return {
+        "gap": float(gains.mean()),
+        "gap_ci95": [float(gains.mean() - spread), float(gains.mean() + spread)],
+        "questions_only_ours_right": wins,
+        "questions_only_theirs_right": losses,
+        "p_ours_worse": float(p_worse),
+        "significantly_below": bool(p_worse < 0.05),
+    }
 
 
 def world_levels(spec_world: str) -> tuple[list[float], float]:
@@ -73,7 +106,8 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
     probe = BuildSpec(world=spec_world, sizes=SIZES, train=TrainConfig(seed=seed))
     world, _, roles, _ = resolve_world(probe)  # the world the builds see: the seed also draws its split
     splits = world_splits(world, SIZES, seed=seed)
-    singles = single_backbones(world, roles, splits.test)
+    test_outcomes = single_outcomes(world, roles, splits.test)
+    singles = single_rows(world, roles, test_outcomes)
     val_singles = {row["backbone"]: row for row in single_backbones(world, roles, splits.val)}
     levels = []
     for tok_budget in budgets:
@@ -84,7 +118,11 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
             train=TrainConfig(epochs=epochs, seed=seed),
         )
         with tempfile.TemporaryDirectory() as folder:
-            result = build(spec, Path(folder) / "run").result
+            built = build(spec, Path(folder) / "run")
+        result = built.result
+        masses, outcomes = built.trainer.outcomes(splits.test)
+        assert [q.id for q in built.splits.test] == [q.id for q in splits.test]
+        assert summarise(masses, outcomes, TrainConfig().confidence_z).perf == result.test.perf
         fitting = [row for row in singles if row["tok"] <= tok_budget and row["lat"] <= lat_budget]
         best_single = max(fitting, key=lambda row: row["perf"]) if fitting else None
         # what a user could pick without the test split: the best single whose validation upper bounds fit
@@ -107,6 +145,14 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
                 "validation_selected_single": val_selected,
                 "perf_minus_validation_selected_single": (
                     None if val_selected is None else result.test.perf - val_selected["perf"]
+                ),
+                "paired_vs_best_single": (
+                    None if best_single is None else paired_comparison(outcomes, test_outcomes[best_single["backbone"]])
+                ),
+                "paired_vs_validation_selected_single": (
+                    None
+                    if val_selected is None
+                    else paired_comparison(outcomes, test_outcomes[val_selected["backbone"]])
                 ),
             }
         )
@@ -135,6 +181,8 @@ def summarise_levels(seeds: list[dict]) -> list[dict[str, object]]:
             ]
             row[f"minus_{reference}_mean"] = float(np.mean(gaps)) if gaps else None
             row[f"at_or_above_{reference}"] = sum(gap >= -1e-9 for gap in gaps)
+            paired = [level[f"paired_vs_{reference}"] for level in at_level if level[f"paired_vs_{reference}"]]
+            row[f"significantly_below_{reference}"] = sum(test["significantly_below"] for test in paired)
         rows.append(row)
     return rows
 

@@ -20,7 +20,7 @@ import yaml
 from agentbalance.experiment import Experiment
 from agentbalance.train.budgets import Budget
 from agentbalance.train.build import BuildSpec, build, load_controller
-from agentbalance.train.reinforce import TrainConfig, evaluate_policy
+from agentbalance.train.reinforce import TrainConfig, policy_outcomes, summarise
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parent.parent
@@ -40,11 +40,12 @@ def catalog_entries(path: Path) -> list[dict[str, object]]:
 def measure(folder: Path, spec: BuildSpec) -> dict[str, object]:
     """The saved controller over the spec's catalog (pools rebuilt), on the spec's test split."""
     experiment = Experiment.open(spec)
-    controller, config = load_controller(folder, experiment.catalog, experiment.roles, experiment.encoder)
+    controller, config = load_controller(folder, experiment.catalogs, experiment.roles, experiment.encoder)
     test = experiment.splits.test
-    evaluation = evaluate_policy(
+    masses, outcomes = policy_outcomes(
         controller, experiment.world, experiment.roles, experiment.embeddings, test, Budget(**config["budget"])
     )
+    evaluation = summarise(masses, outcomes, TrainConfig().confidence_z)
     return {
         "catalog_size": len(experiment.world.catalog),
         "pools": experiment.pools.pools,

@@ -697,17 +697,19 @@ class AgentBalanceTeam:
         """A team over a controller saved by `agentbalance build` (trained on these agents' roles): at the
         budget it was built for, or, for a budget-conditioned one, at `budget` within its range."""
         from agentbalance.encoders import TextEncoder
-        from agentbalance.train.build import load_controller, serving_budget
+        from agentbalance.policy.context import ControllerCatalogs
+        from agentbalance.train.build import load_controller, run_catalogs, serving_budget
 
         roles = roles_from_agents(agents, decision, critics, domains)
-        pooling_catalog = catalog
-        if pooling_catalog is None and world is not None:
-            calibrated = getattr(world, "calibrated_catalog", None)
-            pooling_catalog = calibrated() if callable(calibrated) else world.catalog
+        seen = None  # the backbones as trained on, unless the team has others (then they are pooled afresh)
+        if catalog is not None:
+            seen = ControllerCatalogs(catalog, catalog)
+        elif world is not None:
+            seen = ControllerCatalogs.of_world(world)
         encoder = encoder or TextEncoder()
-        controller, config = load_controller(Path(folder), pooling_catalog, roles, encoder)  # type: ignore[arg-type]
+        controller, config = load_controller(Path(folder), seen, roles, encoder)  # type: ignore[arg-type]
         if catalog is None and world is None:
-            catalog = Catalog.load(config["catalog"]) if config.get("catalog") else Catalog.load()
+            catalog = run_catalogs(Path(folder), config).described
         served, delta = serving_budget(config, budget)
         return cls(
             agents,

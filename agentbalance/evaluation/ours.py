@@ -102,5 +102,5 @@ class AgentBalanceMethod:
 def _with_random_pools(experiment: Experiment) -> Experiment:
     """The same experiment with the kept backbones dealt into random pools (same sizes, same tiers order)."""
     pools = random_pools(experiment.pools, experiment.seed)
-    context = ControllerContext.build(experiment.world.catalog, pools, experiment.roles, experiment.encoder)
+    context = ControllerContext.build(experiment.catalogs.described, pools, experiment.roles, experiment.encoder)
     return dataclasses.replace(experiment, pools=pools, context=context)

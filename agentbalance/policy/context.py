@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -19,6 +20,24 @@ from agentbalance.pooling import PoolingResult
 from agentbalance.roles import RoleKind, RoleSet
 
 BACKBONE_NUMERIC_FEATURES = 5  # perf, log TokCost, log Lat, reasoning flag, log active params
+
+
+@dataclass(frozen=True)
+class ControllerCatalogs:
+    """The backbones as a controller sees them: `described` gives each one's profile texts (published
+    scores, prices, type), `pooled` the Pareto filter, the pools and the numeric features. They differ in
+    a replay world, whose pools come from the accuracies and lengths recorded on its training split."""
+
+    described: Catalog
+    pooled: Catalog
+
+    @classmethod
+    def of_world(cls, world: Any) -> ControllerCatalogs:
+        calibrated = getattr(world, "calibrated_catalog", None)
+        return cls(world.catalog, calibrated() if callable(calibrated) else world.catalog)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"described": self.described.to_json(), "pooled": self.pooled.to_json()}
 
 
 @dataclass(frozen=True)

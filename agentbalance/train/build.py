@@ -23,7 +23,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment
 from agentbalance.files import atomic_write
 from agentbalance.mas import MAS
-from agentbalance.policy.context import ControllerContext
+from agentbalance.policy.context import ControllerCatalogs, ControllerContext
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.pooling import build_pools
 from agentbalance.query import Query
@@ -78,8 +78,8 @@ def embed_queries(encoder: TextEncoder, queries: list[Query]) -> dict[str, torch
     return {q.id: torch.from_numpy(v.copy()) for q, v in zip(queries, vectors, strict=True)}
 
 
-def resolve_world(spec: BuildSpec) -> tuple[Any, Catalog, RoleSet, Task | None]:
-    """The world, the catalog the pools are built from, the role library, and the task if one is named."""
+def resolve_world(spec: BuildSpec) -> tuple[Any, ControllerCatalogs, RoleSet, Task | None]:
+    """The world, the catalogs the controller sees, the role library, and the task if one is named."""
     task = load_task(spec.task, spec.data, spec.limit, spec.train.seed) if spec.task else None
     live = spec.live or LiveOptions()
     if task is not None:
@@ -90,10 +90,8 @@ def resolve_world(spec: BuildSpec) -> tuple[Any, Catalog, RoleSet, Task | None]:
         raise AgentBalanceError(
             f"training in the {spec.world!r} world needs --task NAME: its scorer grades the answers"
         )
-    calibrated = getattr(world, "calibrated_catalog", None)
-    pooling_catalog = calibrated() if callable(calibrated) else world.catalog
     default_roles = getattr(world, "default_roles", None) or (task_roles(task) if task else "mixed")
-    return world, pooling_catalog, RoleSet.load(spec.roles or default_roles), task
+    return world, ControllerCatalogs.of_world(world), RoleSet.load(spec.roles or default_roles), task
 
 
 def task_roles(task: Task) -> str:
@@ -123,7 +121,7 @@ def build(
         checkpoints = RestartCheckpoints(out / "checkpoints", build_fingerprint(spec))
         controller, trainer, result = train_on(experiment, spec, on_stage, on_epoch, checkpoints)
         seconds = time.perf_counter() - started
-        save_run(out, controller, spec, experiment.pools.pools, result, experiment.roles, seconds)
+        save_run(out, controller, spec, experiment.catalogs, experiment.pools.pools, result, experiment.roles, seconds)
     return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored)
 
 
@@ -213,6 +211,7 @@ def save_run(
     out: Path,
     controller: Controller,
     spec: BuildSpec,
+    catalogs: ControllerCatalogs,
     pools: list[list[str]],
     result: TrainResult,
     roles: RoleSet,
@@ -229,6 +228,8 @@ def save_run(
             "role_names": list(roles.names),
             # the library itself, so the run folder works on another machine or after the file changed
             "role_library": {"domain": roles.domain, "roles": [role.model_dump(mode="json") for role in roles]},
+            # the backbones as trained on, so loading rebuilds the same pools and features without the world
+            "catalogs": catalogs.to_json(),
             "pools": pools,
             "pool_count": len(pools),
             "budget": dataclasses.asdict(spec.budget),
@@ -334,27 +335,49 @@ def serving_budget(config: dict[str, Any], budget: Budget | None) -> tuple[Budge
     return budget_range.serve(budget)
 
 
-def run_catalog(config: dict[str, Any]) -> Catalog:
-    """The catalog a run was built on (a replay world's, calibrated on its recordings)."""
-    saved_catalog = Catalog.load(config["catalog"]) if config["catalog"] else None
+def run_catalogs(folder: Path, config: dict[str, Any]) -> ControllerCatalogs:
+    """The catalogs a run was trained on: saved in its config.json (runs of older versions re-derive
+    them from the world they name, with the run's own seed)."""
+    saved = config.get("catalogs")
+    source = str(folder / "config.json")
+    if isinstance(saved, dict):
+        return ControllerCatalogs(
+            Catalog.from_json(saved.get("described"), f"{source} (catalogs.described)"),
+            Catalog.from_json(saved.get("pooled"), f"{source} (catalogs.pooled)"),
+        )
+    named = Catalog.load(config["catalog"]) if config["catalog"] else None
     if str(config["world"]).startswith("replay:"):  # its pools come from the recording's accuracies
-        return open_world(config["world"], saved_catalog).calibrated_catalog()  # type: ignore[attr-defined]
-    return saved_catalog or Catalog.load()
+        seed = int(config["train"].get("seed", 0))
+        return ControllerCatalogs.of_world(open_world(config["world"], named, seed=seed))
+    catalog = named or Catalog.load()
+    return ControllerCatalogs(catalog, catalog)
 
 
 def load_controller(
-    folder: Path, catalog: Catalog | None = None, roles: RoleSet | None = None, encoder: TextEncoder | None = None
+    folder: Path,
+    catalogs: ControllerCatalogs | None = None,
+    roles: RoleSet | None = None,
+    encoder: TextEncoder | None = None,
 ) -> tuple[Controller, dict[str, Any]]:
-    """A saved controller, over the saved catalog or another one (inductive use: its pools are rebuilt)."""
+    """A saved controller with the pools and backbone features it was trained on. Over `catalogs` with
+    other backbones (inductive use), the pools and features are built afresh from them; catalogs with the
+    run's backbones (the same world, say with another seed or today's prices) keep the trained ones."""
     config = read_run_config(folder)
     roles = roles or run_roles(folder, config)
     if list(roles.names) != config["role_names"]:
         raise AgentBalanceError(
             f"{folder}: the controller was trained on roles {config['role_names']}, not {list(roles.names)}"
         )
-    catalog = catalog or run_catalog(config)
-    pools = build_pools(catalog, k=config["pool_count"], seed=config["train"]["seed"])
-    context = ControllerContext.build(catalog, pools, roles, encoder or TextEncoder())
+    trained = run_catalogs(folder, config)
+    if catalogs is None or set(catalogs.described.names) == set(trained.described.names):
+        catalogs = trained
+    pools = build_pools(catalogs.pooled, k=config["pool_count"], seed=config["train"]["seed"])
+    if catalogs is trained and pools.pools != config["pools"]:
+        raise AgentBalanceError(
+            f"{folder}: its saved catalogs no longer give the pools it was trained with; rebuild it with "
+            "`agentbalance build`"
+        )
+    context = ControllerContext.build(catalogs.described, pools, roles, encoder or TextEncoder())
     try:
         controller_config = ControllerConfig(**config["controller"])
     except TypeError as error:

@@ -552,14 +552,19 @@ class Trainer:
 
     def evaluate(self, queries: Sequence[Query], target: int = -1, delta: float | None = None) -> Evaluation:
         """Greedy construction under a target budget's condition and delta (or the delta given)."""
-        return evaluate_policy(
+        return summarise(*self.outcomes(queries, target, delta), self.config.confidence_z)
+
+    def outcomes(
+        self, queries: Sequence[Query], target: int = -1, delta: float | None = None
+    ) -> tuple[list[MAS], list[Outcome]]:
+        """What `evaluate` summarises, query by query."""
+        return policy_outcomes(
             self.controller,
             self.world,
             self.roles,
             self.embeddings,
             queries,
             self.targets[target],
-            self.config.confidence_z,
             self.grader,
             self.deltas[target] if delta is None else delta,
         )
@@ -609,23 +614,22 @@ def policy_gradient_loss(
     return -(advantage.reshape(-1).to(log_prob.dtype) * log_prob).mean() - entropy_bonus * entropy.mean()
 
 
-def evaluate_policy(
+def policy_outcomes(
     controller: Controller,
     world: SyncWorld,
     roles: RoleSet,
     embeddings: dict[str, torch.Tensor],
     queries: Sequence[Query],
     budget: Budget,
-    z: float = 1.64,
     grader: Callable[[Query, str | None], bool | None] | None = None,
     delta: float | None = None,
-) -> Evaluation:
-    """Greedy construction for each query (under `budget` as condition), executed in the world, summarised."""
+) -> tuple[list[MAS], list[Outcome]]:
+    """Greedy construction for each query (under `budget` as condition) and its outcome in the world,
+    query by query (paired comparisons need them, not only the means)."""
     stacked = torch.stack([embeddings[q.id] for q in queries])
     condition = budget_condition(budget, len(queries))
     masses = controller.construct(stacked, condition, [q.id for q in queries], delta=delta)
-    outcomes = execute(world, roles, list(zip(masses, queries, strict=True)), grader)
-    return summarise(masses, outcomes, z)
+    return masses, execute(world, roles, list(zip(masses, queries, strict=True)), grader)
 
 
 def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> Evaluation:

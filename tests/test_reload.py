@@ -1,0 +1,97 @@
+"""A saved controller reloads as it was trained: the same pools, backbone features and MAS, whatever seed
+or catalog the world is opened with, and without the world at hand."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from agentbalance.policy.context import ControllerCatalogs
+from agentbalance.train.budgets import Budget, budget_condition
+from agentbalance.train.build import BuildSpec, Built, build, load_controller
+from agentbalance.train.reinforce import TrainConfig
+from agentbalance.worlds import open_world
+from tests.test_cli import agentbalance
+from tests.test_replay_world import mcq_tables, write_world
+
+BUDGET = Budget(tok=5.0, lat=60.0)
+
+
+@pytest.fixture(scope="module")
+def replay_build(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """A replay build with seed 1: its split and its calibrated pools are not seed 0's."""
+    folder = write_world(tmp_path_factory.mktemp("world") / "tiny-mcq", *mcq_tables())
+    spec = BuildSpec(
+        world=f"replay:{folder}", budget=BUDGET, sizes=(12, 4, 4), train=TrainConfig(epochs=1, seed=1), restarts=1
+    )
+    return build(spec, tmp_path_factory.mktemp("runs") / "run")
+
+
+def constructions(controller, built: Built) -> list[dict]:
+    queries = built.splits.train + built.splits.val + built.splits.test
+    embeddings = torch.stack([built.trainer.embeddings[q.id] for q in queries])
+    return [m.to_json() for m in controller.construct(embeddings, budget_condition(BUDGET, len(queries)))]
+
+
+def assert_reloaded_as_trained(controller, built: Built) -> None:
+    trained, loaded = built.controller.context, controller.context
+    assert loaded.backbone_names == trained.backbone_names
+    assert torch.equal(loaded.pool_of_backbone, trained.pool_of_backbone)
+    assert torch.equal(loaded.backbone_numeric, trained.backbone_numeric)
+    assert torch.allclose(loaded.profile_embeddings, trained.profile_embeddings, atol=1e-6)
+    assert constructions(controller, built) == constructions(built.controller, built)
+
+
+def test_a_replay_controller_reloads_with_the_pools_and_features_it_was_trained_on(replay_build: Built) -> None:
+    controller, _ = load_controller(replay_build.out)
+    assert_reloaded_as_trained(controller, replay_build)
+
+
+def test_opening_the_world_with_another_seed_keeps_the_trained_pools(replay_build: Built) -> None:
+    """The world's seed-0 calibration differs from the build's seed-1 one: the run's own catalogs win."""
+    config = json.loads((replay_build.out / "config.json").read_text())
+    seed0 = ControllerCatalogs.of_world(open_world(config["world"], seed=0))
+    controller, _ = load_controller(replay_build.out, seed0)
+    assert_reloaded_as_trained(controller, replay_build)
+
+
+def test_a_run_folder_needs_no_replay_world_to_construct(replay_build: Built, tmp_path: Path) -> None:
+    moved = tmp_path / "moved"
+    shutil.copytree(replay_build.out, moved)
+    config = json.loads((moved / "config.json").read_text())
+    config["world"] = f"replay:{tmp_path / 'gone'}"
+    (moved / "config.json").write_text(json.dumps(config))
+    controller, _ = load_controller(moved)
+    assert_reloaded_as_trained(controller, replay_build)
+
+
+def test_damaged_saved_catalogs_are_one_clear_error(replay_build: Built, tmp_path: Path) -> None:
+    from agentbalance.errors import AgentBalanceError
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(replay_build.out, damaged)
+    config = json.loads((damaged / "config.json").read_text())
+    del config["catalogs"]["pooled"]["backbones"][0]["price_in"]
+    (damaged / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AgentBalanceError, match=r"config.json \(catalogs.pooled\): backbones entry 0 .*price_in"):
+        load_controller(damaged)
+
+
+def test_evaluate_reports_the_builds_test_numbers_by_default(tmp_path: Path) -> None:
+    """`evaluate` takes the run's seed unless told otherwise, so it sees the build's test split."""
+    folder = write_world(tmp_path / "tiny-mcq", *mcq_tables())
+    common = ["--world", f"replay:{folder}", "--json"]
+    built = agentbalance(
+        "build", "--budget-tok", "5", "--budget-lat", "60", "--train", "12", "--val", "4", "--test", "4",
+        "--epochs", "1", "--restarts", "1", "--seed", "1", "--out", "run", *common, cwd=tmp_path,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    evaluated = agentbalance("evaluate", "--model", "run", *common, cwd=tmp_path)
+    assert evaluated.returncode == 0, evaluated.stderr
+    keys = ("perf", "tok", "lat", "feasible", "n")
+    build_json, evaluate_json = json.loads(built.stdout.splitlines()[-1]), json.loads(evaluated.stdout)
+    assert {k: evaluate_json[k] for k in keys} == {k: build_json[k] for k in keys}
