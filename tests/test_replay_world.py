@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import hashlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -214,9 +215,24 @@ def test_split_is_deterministic_disjoint_and_complete(mcq_folder: Path, tmp_path
     assert [q.id for q in world.queries("val")] == parts["val"]
     questions, outcomes = mcq_tables()
     shuffled = ReplayWorld.load(write_world(tmp_path / "shuffled", questions[::-1], outcomes), seed=7)
-    assert set(shuffled.split_ids("test")) == set(parts["test"]), "a function of the ids, not of file order"
+    assert shuffled.split_ids("test") == parts["test"], "a function of the ids, not of file order"
     with pytest.raises(AgentBalanceError, match="unknown split 'dev'"):
         world.split_ids("dev")
+
+
+def test_the_first_questions_of_a_split_are_a_sample_of_it_not_the_first_domains_of_the_file(
+    tmp_path: Path,
+) -> None:
+    """`--train N` takes the first N of the split: in a file grouped by domain they must still mix domains."""
+    questions, outcomes = mcq_tables()
+    grouped = sorted(questions, key=lambda q: q["domain"])  # every physics question, then every biology one
+    world = ReplayWorld.load(write_world(tmp_path / "grouped", grouped, outcomes), seed=3)
+    for name in ("train", "val", "test"):
+        ids = world.split_ids(name)
+        ranked = sorted(ids, key=lambda i: hashlib.sha256(f"3:{i}".encode()).hexdigest())
+        assert ids == ranked, name
+    first = world.queries("train")[:6]
+    assert {q.domain for q in first} == {"physics", "biology"}
 
 
 def test_reliabilities_come_from_the_train_split_only(mcq_world: ReplayWorld, tmp_path: Path) -> None:
@@ -621,6 +637,9 @@ def test_mmlu_pro_split_and_single_agents_replay_the_recording(shared_data: Path
     assert [len(world.split_ids(s)) for s in ("train", "val", "test")] == [3395, 1132, 1132]
     assert ReplayWorld.load(folder).split_ids("test") == world.split_ids("test")
     assert set(ReplayWorld.load(folder, seed=1).split_ids("test")) != set(world.split_ids("test"))
+    domains = {q.domain for q in world.questions}
+    for split, first in (("train", 600), ("val", 200), ("test", 400)):  # the default sizes of `build`
+        assert {q.domain for q in world.queries(split)[:first]} == domains, f"first {first} of {split}"
     outcomes = pd.read_csv(folder / "outcomes.csv.gz", keep_default_na=False, dtype={"id": str, "answer": str})
     recorded = outcomes.set_index(["id", "model"])
     for query in world.queries("test")[:25]:

@@ -146,15 +146,19 @@ def number_key(text: str) -> str | None:
     return "0" if canonical in ("-0", "0") else canonical
 
 
-def split_codes(ids: Sequence[str], seed: int, fractions: tuple[float, float, float]) -> np.ndarray:
-    """0/1/2 (train/val/test) per id: a pure function of (ids, seed, fractions), ranked by sha256(f"{seed}:{id}")."""
-    n = len(ids)
-    ranks = np.argsort([hashlib.sha256(f"{seed}:{i}".encode()).hexdigest() for i in ids], kind="stable")
+def split_ranking(ids: Sequence[str], seed: int) -> np.ndarray:
+    """Row indices ordered by sha256(f"{seed}:{id}"): a pure function of (ids, seed), not of file order."""
+    return np.argsort([hashlib.sha256(f"{seed}:{i}".encode()).hexdigest() for i in ids], kind="stable")
+
+
+def split_codes(ranking: np.ndarray, fractions: tuple[float, float, float]) -> np.ndarray:
+    """0/1/2 (train/val/test) per row: the first rows of `ranking` train, the next validate, the rest test."""
+    n = len(ranking)
     n_train = round(fractions[0] * n)
     n_val = min(n - n_train, round(fractions[1] * n))
     codes = np.full(n, 2, dtype=np.int8)
-    codes[ranks[:n_train]] = 0
-    codes[ranks[n_train : n_train + n_val]] = 1
+    codes[ranking[:n_train]] = 0
+    codes[ranking[n_train : n_train + n_val]] = 1
     return codes
 
 
@@ -329,7 +333,10 @@ class ReplayWorld:
             self._latency[qi, mi] = outcomes["latency_s"].to_numpy()
         self._gold = [self._answer_key(q.answer) for q in questions]
 
-        self._split = split_codes([q.id for q in questions], seed, split)
+        # Splits list their questions in this order too, so the first N of a split (`--train N`) is a
+        # uniform sample of it, not the first domains of a file grouped by domain.
+        self._ranking = split_ranking([q.id for q in questions], seed)
+        self._split = split_codes(self._ranking, split)
         train = (self._split == 0)[:, None] & self._present
         # Reliability: Laplace-smoothed accuracy on the TRAIN split only (never val/test).
         self._reliability = ((self._correct & train).sum(axis=0) + 1.0) / (train.sum(axis=0) + 2.0)
@@ -359,14 +366,14 @@ class ReplayWorld:
     # ---- splits and calibration
 
     def split_ids(self, name: str) -> list[str]:
-        """Question ids of split `name` (train, val or test), in file order; the same for the same seed."""
-        code = self._split_code(name)
-        return [q.id for q, s in zip(self.questions, self._split, strict=True) if s == code]
+        """Question ids of split `name` (train, val or test), in the split's hash order: the same for the
+        same seed whatever the file order, and any first N of them a uniform sample of the split."""
+        return [q.id for q in self.queries(name)]
 
     def queries(self, name: str) -> list[Query]:
-        """Queries of split `name`, in file order."""
+        """Queries of split `name`, in the split's hash order (see `split_ids`)."""
         code = self._split_code(name)
-        return [q for q, s in zip(self.questions, self._split, strict=True) if s == code]
+        return [self.questions[row] for row in self._ranking if self._split[row] == code]
 
     def reliability(self, backbone: str) -> float:
         """The backbone's Laplace-smoothed accuracy on the train split: what the combination rule may know."""
