@@ -28,7 +28,8 @@ def run_world(per_budget: dict[str, object], epochs: int) -> dict[str, object]:
     """Seed 0: the budget-conditioned controller against seed 0's per-budget controllers."""
     seeds = per_budget["seeds"]
     assert isinstance(seeds, list)
-    levels = next(entry for entry in seeds if entry["seed"] == 0)["levels"]
+    seed0 = next(entry for entry in seeds if entry["seed"] == 0)
+    levels = seed0["levels"]
     budgets = [level["budget_tok"] for level in levels]
     lat_budget = levels[0]["budget_lat"]
     loosest = Budget(tok=budgets[-1])
@@ -36,7 +37,7 @@ def run_world(per_budget: dict[str, object], epochs: int) -> dict[str, object]:
         world=SPECS[str(per_budget["world"])],
         budget=loosest,
         budget_range=BudgetRange(loosest, ratio=budgets[-1] / budgets[0], steps=len(budgets)),
-        sizes=(600, 200, 400),
+        sizes=(600, 200, int(seed0["test_n"])),  # the same test questions as the per-budget controllers
         train=TrainConfig(epochs=epochs),
     )
     started = time.perf_counter()
