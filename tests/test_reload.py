@@ -69,6 +69,18 @@ def test_a_run_folder_needs_no_replay_world_to_construct(replay_build: Built, tm
     assert_reloaded_as_trained(controller, replay_build)
 
 
+def test_a_run_folder_of_an_older_version_recalibrates_with_its_own_seed(replay_build: Built, tmp_path: Path) -> None:
+    """Older run folders saved no catalogs: they are derived again from the world, with the run's seed."""
+    older = tmp_path / "older"
+    shutil.copytree(replay_build.out, older)
+    config = json.loads((older / "config.json").read_text())
+    del config["catalogs"]
+    (older / "config.json").write_text(json.dumps(config))
+    controller, _ = load_controller(older)
+    assert torch.equal(controller.context.backbone_numeric, replay_build.controller.context.backbone_numeric)
+    assert constructions(controller, replay_build) == constructions(replay_build.controller, replay_build)
+
+
 def test_damaged_saved_catalogs_are_one_clear_error(replay_build: Built, tmp_path: Path) -> None:
     from agentbalance.errors import AgentBalanceError
 
