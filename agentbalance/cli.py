@@ -608,6 +608,7 @@ def evaluate(
         read_run_config,
         resolve_world,
         run_roles,
+        run_seed,
         serving_budget,
         spec_splits,
     )
@@ -618,7 +619,7 @@ def evaluate(
     spec = BuildSpec(
         world=world_spec,
         catalog=str(catalog) if catalog else None,
-        train=TrainConfig(seed=int(saved["train"].get("seed", 0)) if seed is None else seed),
+        train=TrainConfig(seed=run_seed(saved) if seed is None else seed),
         task=task or saved_task.get("name"),
         data=str(data) if data else saved_task.get("data"),
         limit=limit if limit is not None else saved_task.get("limit"),

@@ -46,7 +46,7 @@ def single_outcomes(world, roles, queries) -> dict[str, list[Outcome]]:
     return outcomes
 
 
-def single_rows(world, roles, outcomes: dict[str, list[Outcome]]) -> list[dict[str, float]]:
+def single_rows(roles, outcomes: dict[str, list[Outcome]]) -> list[dict[str, float]]:
     """Each single's means and the upper bounds the trainer checks budgets with."""
     rows = []
     for name, measured_outcomes in outcomes.items():
@@ -67,7 +67,7 @@ def single_rows(world, roles, outcomes: dict[str, list[Outcome]]) -> list[dict[s
 
 def single_backbones(world, roles, queries) -> list[dict[str, float]]:
     """Every backbone alone on `queries`: means and upper bounds."""
-    return single_rows(world, roles, single_outcomes(world, roles, queries))
+    return single_rows(roles, single_outcomes(world, roles, queries))
 
 
 def paired_comparison(ours: list[Outcome], theirs: list[Outcome]) -> dict[str, float | int | bool]:
@@ -107,7 +107,7 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
     world, _, roles, _ = resolve_world(probe)  # the world the builds see: the seed also draws its split
     splits = world_splits(world, SIZES, seed=seed)
     test_outcomes = single_outcomes(world, roles, splits.test)
-    singles = single_rows(world, roles, test_outcomes)
+    singles = single_rows(roles, test_outcomes)
     val_singles = {row["backbone"]: row for row in single_backbones(world, roles, splits.val)}
     levels = []
     for tok_budget in budgets:

@@ -335,6 +335,11 @@ def serving_budget(config: dict[str, Any], budget: Budget | None) -> tuple[Budge
     return budget_range.serve(budget)
 
 
+def run_seed(config: dict[str, Any]) -> int:
+    """The seed a run was built with: it also drew the world's split, so its test split is this seed's."""
+    return int(config["train"].get("seed", 0))
+
+
 def run_catalogs(folder: Path, config: dict[str, Any]) -> ControllerCatalogs:
     """The catalogs a run was trained on: saved in its config.json (runs of older versions re-derive
     them from the world they name, with the run's own seed)."""
@@ -347,8 +352,7 @@ def run_catalogs(folder: Path, config: dict[str, Any]) -> ControllerCatalogs:
         )
     named = Catalog.load(config["catalog"]) if config["catalog"] else None
     if str(config["world"]).startswith("replay:"):  # its pools come from the recording's accuracies
-        seed = int(config["train"].get("seed", 0))
-        return ControllerCatalogs.of_world(open_world(config["world"], named, seed=seed))
+        return ControllerCatalogs.of_world(open_world(config["world"], named, seed=run_seed(config)))
     catalog = named or Catalog.load()
     return ControllerCatalogs(catalog, catalog)
 

@@ -609,8 +609,9 @@ def policy_gradient_loss(
     for label in labels.unique():
         rows = labels == label
         group = advantage[rows]
-        if group.numel() > 1 and group.std() > 0:  # a group with no spread stays zero
-            advantage[rows] = group / (group.std() + 1e-6)
+        spread = group.std() if group.numel() > 1 else group.new_tensor(0.0)
+        if spread > 0:  # a group with no spread stays zero
+            advantage[rows] = group / (spread + 1e-6)
     return -(advantage.reshape(-1).to(log_prob.dtype) * log_prob).mean() - entropy_bonus * entropy.mean()
 
 

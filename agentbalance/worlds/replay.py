@@ -372,8 +372,8 @@ class ReplayWorld:
 
     def queries(self, name: str) -> list[Query]:
         """Queries of split `name`, in the split's hash order (see `split_ids`)."""
-        code = self._split_code(name)
-        return [self.questions[row] for row in self._ranking if self._split[row] == code]
+        in_split = self._ranking[self._split[self._ranking] == self._split_code(name)]
+        return [self.questions[row] for row in in_split]
 
     def reliability(self, backbone: str) -> float:
         """The backbone's Laplace-smoothed accuracy on the train split: what the combination rule may know."""
