@@ -26,6 +26,7 @@ from agentbalance.train.reinforce import (
     Trainer,
     budget_preference,
     selection_key,
+    spend_slack,
 )
 
 
@@ -199,3 +200,67 @@ def test_training_keeps_pulling_towards_the_anchored_templates(small_experiment,
         return imitation_log_prob() - before
 
     assert gain(0.5) > max(gain(0.0), 0.0) + 0.1
+
+
+def _evaluation(perf: float, tok: float, n: int = 200) -> Evaluation:
+    return Evaluation(perf=perf, tok=tok, lat=1.0, tok_upper=1.1 * tok, lat_upper=1.0, n=n)
+
+
+def test_delta_spends_the_budget_where_validation_perf_is_flat() -> None:
+    """Among the deltas that fit, the most generous one whose Perf is within one standard error of the best
+    (0.028 at Perf 0.8 on 200 questions): not the best-on-validation delta at a third of the budget."""
+    budget = Budget(tok=1.0)
+    trials = {
+        -1.0: _evaluation(0.80, 0.30),
+        -0.5: _evaluation(0.81, 0.45),  # the best validation Perf, by two questions
+        0.0: _evaluation(0.80, 0.60),
+        0.5: _evaluation(0.79, 0.85),  # the most generous delta that fits, within noise of the best
+        1.0: _evaluation(0.82, 1.20),  # over the budget
+    }
+    assert spend_slack(trials, budget, z=1.0) == (True, trials[0.5], 0.5)
+    assert budget_preference(trials[-0.5], budget) == max(budget_preference(e, budget) for e in trials.values())
+
+
+def test_delta_does_not_spend_on_a_real_loss_of_perf() -> None:
+    budget = Budget(tok=1.0)
+    trials = {-1.0: _evaluation(0.80, 0.30), 0.0: _evaluation(0.79, 0.60), 0.5: _evaluation(0.70, 0.85)}
+    assert spend_slack(trials, budget, z=1.0)[2] == 0.0
+    assert spend_slack(trials, budget, z=0.0)[2] == -1.0, "z = 0: the best validation Perf"
+
+
+def test_without_a_fitting_delta_the_least_excess_is_reported_infeasible() -> None:
+    trials = {0.0: _evaluation(0.80, 1.5), 1.0: _evaluation(0.9, 3.0)}
+    assert spend_slack(trials, Budget(tok=1.0), z=1.0) == (False, trials[0.0], 0.0)
+
+
+class _AlwaysRight:
+    """A world whose every answer is right: Perf is flat in delta, only the cost changes."""
+
+    def __init__(self, world: object) -> None:
+        self.world = world
+
+    def answer(self, call: object) -> object:
+        return dataclasses.replace(self.world.answer(call), correct=True)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.world, name)
+
+
+def test_a_trained_controller_spends_a_budget_that_costs_it_no_perf(small_experiment, one_thread) -> None:
+    """Where every pool is right on every question, training's delta goes as far as the upper cost bound
+    allows, not to the cheapest delta of equal validation Perf."""
+    experiment = dataclasses.replace(small_experiment, world=_AlwaysRight(small_experiment.world))
+    splits = experiment.splits
+    torch.manual_seed(0)
+    probe = _trainer(experiment, Budget(tok=100.0), TrainConfig(epochs=1))
+    cheapest = probe.evaluate(splits.val, delta=-10.0).tok_upper
+    costliest = probe.evaluate(splits.val, delta=10.0).tok_upper
+    budget = Budget(tok=(cheapest + costliest) / 2)
+    torch.manual_seed(0)
+    trainer = _trainer(experiment, budget, TrainConfig(epochs=1))
+    result = trainer.train(splits.train, splits.val, splits.test)
+    assert result.feasible and result.val.perf == 1.0
+    sweep = trainer.sweep_delta(splits.val, result.val)
+    fitting = [delta for delta, e in sweep.items() if e.meets(budget)]
+    assert trainer.deltas[-1] == max(fitting)
+    assert result.val.tok > trainer.best_delta(sweep)[1].tok, "the old rule, cheaper on ties, spends less"

@@ -50,6 +50,7 @@ class TrainConfig:
     anchor_steps: int = 300  # behaviour-cloning steps of an anchored start (see `Trainer.anchor`)
     anchor_learning_rate: float = 1e-2
     anchor_margin_z: float = 1.0  # a trained policy replaces the anchored start if it wins by this many SEs
+    slack_z: float = 1.0  # delta spends the budget: the most generous one within this many SEs of the best Perf
     anchor_weight: float = 0.1  # weight of imitating the anchored start during REINFORCE (0: none)
     difficulty_lr_scale: float = 0.1  # the difficulty head's end-to-end learning rate, relative
     seed: int = 0
@@ -74,6 +75,10 @@ class Evaluation:
         tok, lat = (self.tok_upper, self.lat_upper) if upper else (self.tok, self.lat)
         return (budget.tok is None or tok <= budget.tok) and (budget.lat is None or lat <= budget.lat)
 
+    def perf_standard_error(self) -> float:
+        """The standard error of Perf, a mean of n right-or-wrong answers."""
+        return math.sqrt(self.perf * (1 - self.perf) / max(self.n, 1))
+
     def excess(self, budget: Budget) -> float:
         """How far above the budget the upper bounds are (0 when within), relative to the budget."""
         over = [0.0]
@@ -95,7 +100,7 @@ class TrainResult:
     difficulty: dict[str, object] = field(default_factory=dict)  # rank correlation on the test split
     budget_range: BudgetRange | None = None  # budget-conditioned: the range served, with calibrated deltas
     points: list[dict[str, object]] = field(default_factory=list)  # budget-conditioned: each grid budget
-    score: tuple[int, float] = (0, 0.0)  # `budget_score` on validation after calibration: restarts compare it
+    score: tuple[int, float] = (0, 0.0)  # `budget_score` on validation at the best deltas: restarts compare it
     anchored: bool = False  # the weights kept are the anchored start itself (no REINFORCE epoch beat it)
     anchor_margin: float = 0.0  # what a trained policy must win by on validation to replace the anchored start
 
@@ -147,6 +152,22 @@ def budget_score(
     then the mean `budget_preference` value."""
     preferences = [budget_preference(e, b, penalties) for e, b in zip(evaluations, budgets, strict=True)]
     return sum(met for met, _ in preferences), float(np.mean([value for _, value in preferences]))
+
+
+def spend_slack(trials: dict[float, Evaluation], budget: Budget, z: float) -> tuple[bool, Evaluation, float]:
+    """Choose delta from a validation sweep under budget targeting: the most generous delta whose upper
+    cost bounds fit and whose Perf is within `z` standard errors of the best fitting Perf. On a few
+    hundred validation questions Perf(delta) is flat within noise over a wide range, and "best, cheaper
+    on ties" then settles far below the budget; a more generous delta sends more queries to the
+    stronger pools, which is what the user's budget is for. Without a fitting delta: the least excess."""
+    fitting = {delta: e for delta, e in trials.items() if e.meets(budget)}
+    if not fitting:
+        delta = max(trials, key=lambda d: budget_preference(trials[d], budget))
+        return False, trials[delta], delta
+    best = max(fitting.values(), key=lambda e: (e.perf, -e.tok))
+    floor = best.perf - z * best.perf_standard_error()
+    delta = max(d for d, e in fitting.items() if e.perf >= floor)
+    return True, fitting[delta], delta
 
 
 def selection_key(score: tuple[int, float], anchored: bool, margin: float) -> tuple[int, float]:
@@ -304,7 +325,7 @@ class Trainer:
             evaluations,
         )
         self.anchor_margin = self.config.anchor_margin_z * float(
-            np.mean([math.sqrt(e.perf * (1 - e.perf) / max(e.n, 1)) for e in evaluations])
+            np.mean([e.perf_standard_error() for e in evaluations])
         )
         return chosen
 
@@ -379,7 +400,7 @@ class Trainer:
             snapshots.append(_Snapshot(key, copy.deepcopy(self.controller.state_dict()), evaluations))
             for target, evaluation in enumerate(evaluations):
                 self.dual_update(evaluation, target)
-        calibrated, anchored = self._calibrate_candidates(val, snapshots)
+        calibrated, anchored, score = self._calibrate_candidates(val, snapshots)
         self.deltas = [delta for _, _, delta in calibrated]
         if self.budget_range is None:
             self.controller.config = dataclasses.replace(self.controller.config, delta=self.deltas[0])
@@ -407,22 +428,23 @@ class Trainer:
             difficulty=self.difficulty_quality(test),
             budget_range=self.budget_range.with_deltas(self.deltas) if self.budget_range is not None else None,
             points=points,
-            score=budget_score([evaluation for _, evaluation, _ in calibrated], self.targets, self.penalties),
+            score=score,
             anchored=anchored,
             anchor_margin=self.anchor_margin,
         )
 
     def _calibrate_candidates(
         self, val: Sequence[Query], snapshots: Sequence[_Snapshot]
-    ) -> tuple[list[tuple[bool, Evaluation, float]], bool]:
+    ) -> tuple[list[tuple[bool, Evaluation, float]], bool, tuple[int, float]]:
         """Which epoch to keep is decided after calibration, not before: an epoch a little over budget at
         the trained delta often beats every feasible one once delta is calibrated. The candidates: the
         anchored start (if any), the best epoch as trained, and the epochs of the highest mean validation
         Perf (distinct behaviours only); each is calibrated at every target (the anchored start is kept as
         imitated) and the one meeting the most budgets with the best mean Perf wins (validation only; the
-        anchored start by the one-standard-error rule, `selection_key`). Leaves the controller with the
-        winner's weights; returns the calibrated (feasible, evaluation, delta) per target and whether the
-        winner is the anchored start."""
+        anchored start by the one-standard-error rule, `selection_key`), each at its best delta. Under budget
+        targeting the winner then spends its slack (`spend_slack`). Leaves the controller with the winner's
+        weights; returns the calibrated (feasible, evaluation, delta) per target, whether the winner is the
+        anchored start, and its `budget_score` (at the best deltas: restarts compare it)."""
         best_as_trained = max(snapshots, key=lambda snapshot: snapshot.key)
         by_perf = sorted(snapshots, key=lambda snapshot: -float(np.mean([e.perf for e in snapshot.evaluations])))
         candidates: list[_Snapshot] = [best_as_trained]
@@ -434,44 +456,46 @@ class Trainer:
                 break
             if all(snapshot.behaviour() != chosen.behaviour() for chosen in candidates):
                 candidates.append(snapshot)
-        best: tuple[tuple[int, float], _Snapshot, list[tuple[bool, Evaluation, float]]] | None = None
+        best: tuple[tuple[int, float], _Snapshot, list[dict[float, Evaluation]], tuple[int, float]] | None = None
         for snapshot in candidates:
             self.controller.load_state_dict(snapshot.state)
             if self._is_anchored(snapshot):
                 # the templates as imitated: calibrating delta would turn them into a mixture whose cost
                 # validation cannot vouch for (a few queries more or less in a costly pool on test)
-                results = [
-                    (evaluation.meets(budget), evaluation, self.deltas[target])
-                    for target, (evaluation, budget) in enumerate(zip(snapshot.evaluations, self.targets, strict=True))
-                ]
+                sweeps = [{self.deltas[target]: e} for target, e in enumerate(snapshot.evaluations)]
             else:
-                results = [
-                    self.calibrate_delta(val, snapshot.evaluations[target], target)
-                    for target in range(len(self.targets))
+                sweeps = [
+                    self.sweep_delta(val, snapshot.evaluations[target], target) for target in range(len(self.targets))
                 ]
+            results = [self.best_delta(sweep, target) for target, sweep in enumerate(sweeps)]
             score = budget_score([e for _, e, _ in results], self.targets, self.penalties)
             key = selection_key(score, self._is_anchored(snapshot), self.anchor_margin)
             if best is None or key > best[0]:
-                best = (key, snapshot, results)
+                best = (key, snapshot, sweeps, score)
         assert best is not None
-        self.controller.load_state_dict(best[1].state)
-        return best[2], self._is_anchored(best[1])
+        _, winner, sweeps, score = best
+        self.controller.load_state_dict(winner.state)
+        if self.penalties == (0.0, 0.0):  # budget targeting: the winner spends what validation shows is free
+            results = [
+                spend_slack(sweep, budget, self.config.slack_z)
+                for sweep, budget in zip(sweeps, self.targets, strict=True)
+            ]
+        else:  # a trade-off fixed by hand: its best delta, as ranked
+            results = [self.best_delta(sweep, target) for target, sweep in enumerate(sweeps)]
+        return results, self._is_anchored(winner), score
 
     def _is_anchored(self, snapshot: _Snapshot) -> bool:
         """The anchored start, or an epoch that behaves exactly like it on validation (training left it be)."""
         return self.anchored is not None and snapshot.behaviour() == self.anchored.behaviour()
 
-    def calibrate_delta(
-        self, val: Sequence[Query], current: Evaluation, target: int = -1
-    ) -> tuple[bool, Evaluation, float]:
-        """Spend the budget precisely: sweep the difficulty offset delta on validation and keep the best
-        Perf whose upper cost bounds meet the budget (RouteLLM-style calibration of a threshold). A coarse
-        grid first, then a finer one around the most costly delta that still fits. Without a budget (fixed
-        lambdas) delta stays as given."""
+    def sweep_delta(self, val: Sequence[Query], current: Evaluation, target: int = -1) -> dict[float, Evaluation]:
+        """Validation results over the difficulty offset delta, to spend the budget precisely (RouteLLM-style
+        calibration of a threshold): a coarse grid first, then a finer one around the most costly delta
+        that still fits. Without a budget (fixed lambdas) delta stays as given: only `current`."""
         budget = self.targets[target]
-        if budget.tok is None and budget.lat is None:
-            return True, current, self.deltas[target]  # the paper's mode: delta is the user's knob
         trials: dict[float, Evaluation] = {self.deltas[target]: current}
+        if budget.tok is None and budget.lat is None:
+            return trials  # the paper's mode: delta is the user's knob
 
         def trial(delta: float) -> Evaluation:
             if delta not in trials:
@@ -487,7 +511,11 @@ class Trainer:
             step = (high - low) / 24
             for delta in np.linspace(edge - step, edge + step, 9):
                 trial(round(float(delta), 6))
+        return trials
 
+    def best_delta(self, trials: dict[float, Evaluation], target: int = -1) -> tuple[bool, Evaluation, float]:
+        """The delta of a sweep with the best `budget_preference`: (meets the budget, evaluation, delta)."""
+        budget = self.targets[target]
         best = max(trials, key=lambda delta: budget_preference(trials[delta], budget, self.penalties))
         return trials[best].meets(budget), trials[best], best
 
