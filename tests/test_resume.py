@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.loopback_server import LoopbackServer
@@ -53,23 +55,32 @@ def same_state(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_a_killed_build_resumes_to_the_same_controller(tmp_path: Path) -> None:
-    reference = agentbalance(*build_args(tmp_path / "reference"), cwd=tmp_path)
-    assert reference.returncode == 0, reference.stderr
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    """One uninterrupted build, shared: its run folder (copy it before changing it) and its --json output.
+    Its embedding cache starts empty like each test's: a cache filled elsewhere may hold the same texts
+    embedded in other batches, equal only to float rounding."""
+    cwd = tmp_path_factory.mktemp("reference")
+    done = agentbalance(*build_args(cwd / "run"), cwd=cwd, env={"AGENTBALANCE_CACHE_DIR": str(cwd / "cache")})
+    assert done.returncode == 0, done.stderr
+    return cwd / "run", json.loads(done.stdout)
+
+
+def test_a_killed_build_resumes_to_the_same_controller(reference, tmp_path: Path) -> None:
+    folder, printed = reference
     kill_after_first_restart(build_args(tmp_path / "resumed"), tmp_path)
     resumed = agentbalance(*build_args(tmp_path / "resumed"), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed: 1 of 2 training runs restored" in resumed.stderr
-    assert json.loads(resumed.stdout) | {"out": ""} == json.loads(reference.stdout) | {"out": ""}
+    assert json.loads(resumed.stdout) | {"out": ""} == printed | {"out": ""}
     metrics, state = outcome(tmp_path / "resumed")
-    expected_metrics, expected_state = outcome(tmp_path / "reference")
+    expected_metrics, expected_state = outcome(folder)
     assert metrics == expected_metrics and same_state(state, expected_state)
 
 
-def test_a_torn_checkpoint_is_detected_and_that_restart_trained_again(tmp_path: Path) -> None:
+def test_a_torn_checkpoint_is_detected_and_that_restart_trained_again(reference, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    first = agentbalance(*build_args(out), cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
+    shutil.copytree(reference[0], out)
     expected = outcome(out)
     weights = out / "checkpoints" / "restart-0.pt"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # a torn write
@@ -81,9 +92,9 @@ def test_a_torn_checkpoint_is_detected_and_that_restart_trained_again(tmp_path: 
     assert metrics == expected[0] and same_state(state, expected[1])
 
 
-def test_other_options_never_reuse_a_checkpoint(tmp_path: Path) -> None:
+def test_other_options_never_reuse_a_checkpoint(reference, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    assert agentbalance(*build_args(out), cwd=tmp_path).returncode == 0
+    shutil.copytree(reference[0], out)
     other = agentbalance("build", "--budget-tok", "0.2", *SMALL, "--out", str(out), cwd=tmp_path)
     assert other.returncode == 0, other.stderr
     assert "resumed" not in other.stdout + other.stderr
