@@ -138,6 +138,10 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
                 "budget_tok": tok_budget,
                 "budget_lat": lat_budget,
                 "feasible_on_val": result.feasible,
+                # what `build` kept: the anchored start as imitated, or a trained policy at its calibrated delta
+                "kept": "anchored start" if result.anchored else "trained policy",
+                "delta": built.trainer.deltas[-1],
+                "validation": evaluation_json(result.val),
                 "test": evaluation_json(result.test),
                 "meets_budget_on_test": result.test.tok <= tok_budget and result.test.lat <= lat_budget,
                 "best_single_that_fits": best_single,
@@ -158,7 +162,11 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
         )
         best = best_single and (best_single["backbone"], round(best_single["perf"], 3))
         print(
-            name, f"seed {seed} budget {tok_budget:.4f} perf {result.test.perf:.3f}", f"best single {best}", flush=True
+            name,
+            f"seed {seed} budget {tok_budget:.4f} perf {result.test.perf:.3f} tok {result.test.tok:.4f}",
+            f"best single {best}",
+            "(anchored start)" if result.anchored else f"(trained, delta {built.trainer.deltas[-1]:.3f})",
+            flush=True,
         )
     return {"seed": seed, "test_n": len(splits.test), "singles": singles, "levels": levels}
 
