@@ -1,7 +1,7 @@
 """Text profiles of backbones (paper §3.1.1) and the TextEncoder that embeds queries, roles and profiles.
 
 The encoder is loaded once per TextEncoder, offline, and never re-embeds a text it has seen:
-embeddings are cached in memory and on disk (sqlite) by a hash of (model, text).
+embeddings are cached in memory and on disk (sqlite) by a hash of (model, precision, text).
 """
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+# The encoder computes in float64 and returns float32. In float32 a text's embedding depended on the
+# batch it was computed in (padding changes the shapes, hence the rounding: up to 1.7e-7 per
+# coordinate), so a build's result depended on which texts its cache already held. In float64 those
+# differences are ~1e-16 and vanish in the cast. Part of the cache key: vectors of the old float32
+# computation are never mixed with these.
+ENCODER_PRECISION = "float64"
 
 BENCHMARK_NAMES = {
     "mmlu": "MMLU",
@@ -130,11 +136,12 @@ class TextEncoder:
 
             path = _resolve_model_path(self.model_name)
             try:
-                self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
+                model = SentenceTransformer(path, device="cpu", local_files_only=True)
             except OSError as error:
                 raise AgentBalanceError(
                     f"cannot load text encoder {self.model_name!r} offline from {path}: {error}"
                 ) from None
+            self._model = model.double()  # see ENCODER_PRECISION
         return self._model
 
     @property
@@ -142,7 +149,7 @@ class TextEncoder:
         return int(self.encode(["dimension probe"]).shape[1])
 
     def key(self, text: str) -> str:
-        return hashlib.sha256(f"{self.model_name}\0{text}".encode()).hexdigest()
+        return hashlib.sha256(f"{self.model_name}\0{ENCODER_PRECISION}\0{text}".encode()).hexdigest()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed `texts` (n, dim); each distinct text is computed at most once per cache."""
