@@ -208,7 +208,7 @@ def _evaluation(perf: float, tok: float, n: int = 200) -> Evaluation:
 
 def test_delta_spends_the_budget_where_validation_perf_is_flat() -> None:
     """Among the deltas that fit, the most generous one whose Perf is within one standard error of the best
-    (0.028 at Perf 0.8 on 200 questions): not the best-on-validation delta at a third of the budget."""
+    (0.028 at Perf 0.8 on 200 questions): not the best-on-validation delta at under half the budget."""
     budget = Budget(tok=1.0)
     trials = {
         -1.0: _evaluation(0.80, 0.30),
