@@ -120,6 +120,7 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
         with tempfile.TemporaryDirectory() as folder:
             built = build(spec, Path(folder) / "run")
         result = built.result
+        delta = built.trainer.deltas[-1]  # the calibrated delta of the user's budget
         masses, outcomes = built.trainer.outcomes(splits.test)
         assert [q.id for q in built.splits.test] == [q.id for q in splits.test]
         assert summarise(masses, outcomes, TrainConfig().confidence_z).perf == result.test.perf
@@ -140,7 +141,7 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
                 "feasible_on_val": result.feasible,
                 # what `build` kept: the anchored start as imitated, or a trained policy at its calibrated delta
                 "kept": "anchored start" if result.anchored else "trained policy",
-                "delta": built.trainer.deltas[-1],
+                "delta": delta,
                 "validation": evaluation_json(result.val),
                 "test": evaluation_json(result.test),
                 "meets_budget_on_test": result.test.tok <= tok_budget and result.test.lat <= lat_budget,
@@ -165,7 +166,7 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
             name,
             f"seed {seed} budget {tok_budget:.4f} perf {result.test.perf:.3f} tok {result.test.tok:.4f}",
             f"best single {best}",
-            "(anchored start)" if result.anchored else f"(trained, delta {built.trainer.deltas[-1]:.3f})",
+            "(anchored start)" if result.anchored else f"(trained, delta {delta:.3f})",
             flush=True,
         )
     return {"seed": seed, "test_n": len(splits.test), "singles": singles, "levels": levels}

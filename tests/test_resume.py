@@ -58,8 +58,8 @@ def same_state(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
     """One uninterrupted build, shared: its run folder (copy it before changing it) and its --json output.
-    Its embedding cache starts empty like each test's: a cache filled elsewhere may hold the same texts
-    embedded in other batches, equal only to float rounding."""
+    A module fixture runs before the per-test cache isolation, so it names its own empty cache: no test
+    writes to the user's real one."""
     cwd = tmp_path_factory.mktemp("reference")
     done = agentbalance(*build_args(cwd / "run"), cwd=cwd, env={"AGENTBALANCE_CACHE_DIR": str(cwd / "cache")})
     assert done.returncode == 0, done.stderr
