@@ -9,7 +9,8 @@ from agentbalance.mas import MAS, Agent
 from agentbalance.pooling import PoolingResult, build_pools, pareto_front
 from agentbalance.query import Query
 from agentbalance.roles import Role, RoleSet
-from agentbalance.runtime.runner import Caps, Runner
+from agentbalance.runtime.execution import Caps
+from agentbalance.runtime.runner import Runner
 from agentbalance.runtime.trace import Trace
 from agentbalance.worlds import open_world
 

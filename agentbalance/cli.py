@@ -5,7 +5,6 @@ It must never hold logic the Python API lacks, and never show a user a traceback
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import sys
@@ -25,16 +24,17 @@ from agentbalance.mas import MAS
 from agentbalance.pooling import PoolingResult, build_pools
 from agentbalance.query import Query, read_queries
 from agentbalance.roles import RoleSet
-from agentbalance.runtime.runner import Caps, Runner
+from agentbalance.runtime.execution import Caps
+from agentbalance.runtime.runner import Runner
 from agentbalance.runtime.trace import Trace
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import WORLD_HELP, LiveOptions, open_world
 from agentbalance.worlds.base import World
 
 if TYPE_CHECKING:
+    from agentbalance.budgets import Budget
     from agentbalance.evaluation.curve import CurveRow
-    from agentbalance.train.budgets import Budget
-    from agentbalance.train.reinforce import Evaluation
+    from agentbalance.evaluation.measure import Evaluation
 
 app = typer.Typer(
     name="agentbalance",
@@ -274,12 +274,24 @@ def run(
         api_key_file=api_key_file,
     )
     world = open_world(world_spec, loaded_catalog, seed=seed, live=live)
-    from agentbalance.train.build import task_roles
+    from agentbalance.experiment import task_roles
 
     default_roles = roles or (task_roles(loaded_task) if loaded_task else None)
+    grader = loaded_task.score if loaded_task else None
     if model is not None:
+        from agentbalance.trained import TrainedController
+
         queries = _queries_for(question, input_path, world, loaded_task)
-        library, plans = _controller_plans(model, world, default_roles, queries, _serve_budget(budget_tok, budget_lat))
+        library = RoleSet.load(default_roles) if default_roles is not None else None
+        controller = TrainedController.load(model, world=world, roles=library)
+        traces = controller.run(
+            queries,
+            world,
+            budget=_serve_budget(budget_tok, budget_lat),
+            caps=caps,
+            concurrency=concurrency,
+            grader=grader,
+        )
     else:
         assert mas_path is not None
         if budget_tok is not None or budget_lat is not None:
@@ -288,10 +300,8 @@ def run(
         library = _roles_for(mas, default_roles, world)
         mas.check_against(world.catalog, library, source=str(mas_path))
         queries = _queries_for(question, input_path, world, loaded_task)
-        plans = [mas] * len(queries)
-    grader = (lambda query, answer: loaded_task.score(query, answer)) if loaded_task else None
-    runner = Runner(world, library, concurrency=concurrency, caps=caps, grader=grader)
-    traces = runner.run_sync(list(zip(plans, queries, strict=True)))
+        runner = Runner(world, library, concurrency=concurrency, caps=caps, grader=grader)
+        traces = runner.run_sync([(mas, query) for query in queries])
     if as_json:
         for trace in traces:
             sys.stdout.write(json.dumps(trace.to_json()) + "\n")
@@ -324,31 +334,9 @@ def run(
 
 def _serve_budget(tok: float | None, lat: float | None) -> Budget | None:
     """The budget a user asks a budget-conditioned model for (None: the one it was built for)."""
-    from agentbalance.train.budgets import Budget
+    from agentbalance.budgets import Budget
 
     return Budget(tok, lat) if tok is not None or lat is not None else None
-
-
-def _controller_plans(
-    model: Path, world: World, roles: str | None, queries: list[Query], budget: Budget | None
-) -> tuple[RoleSet, list[MAS]]:
-    """Load a trained controller over the world's catalog and construct one MAS per query."""
-    from agentbalance.policy.context import ControllerCatalogs
-    from agentbalance.train.budgets import budget_condition
-    from agentbalance.train.build import load_controller, run_roles, serving_budget
-
-    library = RoleSet.load(roles) if roles is not None else None
-    controller, config = load_controller(model, ControllerCatalogs.of_world(world), library)
-
-    library = library or run_roles(model, config)
-    served, delta = serving_budget(config, budget)
-    import torch
-
-    from agentbalance.encoders import TextEncoder
-
-    embeddings = torch.from_numpy(TextEncoder().encode([q.render() for q in queries]).copy())
-    condition = budget_condition(served, len(queries))
-    return library, controller.construct(embeddings, condition, [q.id for q in queries], delta=delta)
 
 
 def _print_mas(console: Console, mas: MAS, title: str) -> None:
@@ -387,6 +375,7 @@ def _print_result_json(result: Evaluation, budget: Budget, feasible: bool, split
         "feasible": feasible,
         "split": split,
         "n": result.n,
+        "n_graded": result.n_graded,
         "out": str(out),
     }
     sys.stdout.write(json.dumps(payload) + "\n")
@@ -402,7 +391,7 @@ def _evaluation_table(
         e = evaluation  # an Evaluation
         table.add_row(
             name,
-            str(e.n),
+            str(e.n) if e.n_graded == e.n else f"{e.n} ({e.n_graded} graded)",
             f"{100 * e.perf:.1f}%",
             f"{e.tok:.4f}",
             f"{e.tok_upper:.4f}",
@@ -469,8 +458,9 @@ def build(
     """Train a controller that meets the budgets (token cost and latency) with the best performance it can."""
     from datetime import datetime
 
+    from agentbalance.budgets import Budget, BudgetRange
+    from agentbalance.experiment import ExperimentSpec
     from agentbalance.policy.controller import ControllerConfig
-    from agentbalance.train.budgets import Budget, BudgetRange
     from agentbalance.train.build import BuildSpec
     from agentbalance.train.build import build as run_build
     from agentbalance.train.reinforce import TrainConfig
@@ -480,18 +470,21 @@ def build(
         raise AgentBalanceError("give a budget (--budget-tok and/or --budget-lat) or fix --lambda-tok/--lambda-lat")
     budget_range = BudgetRange(budget, budget_ratio, budget_steps) if budget_conditioned else None
     spec = BuildSpec(
-        world=world_spec,
-        catalog=str(catalog) if catalog else None,
-        roles=roles,
+        ExperimentSpec(
+            world=world_spec,
+            catalog=str(catalog) if catalog else None,
+            roles=roles,
+            sizes=(train, val, test),
+            pools=pools,
+            task=task,
+            data=str(data) if data else None,
+            limit=limit,
+            live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file),
+            seed=seed,
+        ),
         budget=budget,
-        sizes=(train, val, test),
-        train=TrainConfig(epochs=epochs, seed=seed, lambda_tok=lambda_tok, lambda_lat=lambda_lat),
+        train=TrainConfig(epochs=epochs, lambda_tok=lambda_tok, lambda_lat=lambda_lat),
         controller=ControllerConfig(delta=delta, max_pool=max_pool),
-        pools=pools,
-        task=task,
-        data=str(data) if data else None,
-        limit=limit,
-        live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file),
         restarts=restarts,
         budget_range=budget_range,
     )
@@ -560,18 +553,9 @@ def build(
             + (f" (per domain: {domains})" if domains else ""),
             highlight=False,
         )
-    import torch
+    from agentbalance.trained import TrainedController
 
-    from agentbalance.train.budgets import budget_condition
-
-    shown = built.splits.test[:3]
-    examples = built.trainer.controller.construct(
-        torch.stack([built.trainer.embeddings[q.id] for q in shown]),
-        budget_condition(built.trainer.budget, len(shown)),
-        [q.id for q in shown],
-        delta=built.trainer.deltas[-1],
-    )
-    for mas in examples:
+    for mas in TrainedController.load(folder).construct_many(built.splits.test[:3]):
         _print_mas(console, mas, f"example {mas.query_id}")
     console.print(f"wrote {folder} (controller.pt, config.json, metrics.json, training.png)", highlight=False)
 
@@ -580,9 +564,11 @@ def build(
 @reports_user_errors
 def evaluate(
     model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
-    world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
+    world_spec: Annotated[
+        str | None, typer.Option("--world", help=f"{WORLD_HELP} (default: the world it was trained in)")
+    ] = None,
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
-    split: Annotated[str, typer.Option(help="test | val | train | all")] = "test",
+    split: Annotated[str, typer.Option(help="test | val | train | all (every question of the world)")] = "test",
     seed: Annotated[
         int | None, typer.Option(help="Seed of the world and its split (default: the run's, so its test split).")
     ] = None,
@@ -600,49 +586,26 @@ def evaluate(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ) -> None:
     """Evaluate a trained controller on a world, including one whose catalog it never saw (inductive)."""
-    from agentbalance.encoders import TextEncoder
-    from agentbalance.train.build import (
-        BuildSpec,
-        embed_queries,
-        load_controller,
-        read_run_config,
-        resolve_world,
-        run_roles,
-        run_seed,
-        serving_budget,
-        spec_splits,
-    )
-    from agentbalance.train.reinforce import TrainConfig, policy_outcomes, summarise
+    from agentbalance.trained import TrainedController
 
-    saved = read_run_config(model)
-    saved_task = (saved.get("task") or {}) if task is None else {}
-    spec = BuildSpec(
-        world=world_spec,
+    controller = TrainedController.load(model)
+    spec = controller.experiment_spec(
+        world_spec,
         catalog=str(catalog) if catalog else None,
-        train=TrainConfig(seed=run_seed(saved) if seed is None else seed),
-        task=task or saved_task.get("name"),
-        data=str(data) if data else saved_task.get("data"),
-        limit=limit if limit is not None else saved_task.get("limit"),
+        seed=seed,
+        task=task,
+        data=str(data) if data else None,
+        limit=limit,
         live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file),
     )
-    world, catalogs, _, loaded_task = resolve_world(spec)
-    encoder = TextEncoder()
-    controller, config = load_controller(model, catalogs, None, encoder)
-    splits = spec_splits(dataclasses.replace(spec, sizes=tuple(config["sizes"])), world, loaded_task)
-    queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
     asked = _serve_budget(budget_tok, budget_lat)
-    served, delta = serving_budget(config, asked)
-    budget = asked or served
-    roles = run_roles(model, config)
-    grader = loaded_task.score if loaded_task else None
-    embeddings = embed_queries(encoder, queries)
-    masses, outcomes = policy_outcomes(controller, world, roles, embeddings, queries, served, grader, delta)
-    result = summarise(masses, outcomes, TrainConfig().confidence_z)
+    result = controller.evaluate(split=split, budget=asked, spec=spec)
+    budget = asked or controller.serving(None)[0]
     feasible = result.meets(budget, upper=False)
     if as_json:
         _print_result_json(result, budget, feasible, split, model)
         return
-    Console().print(_evaluation_table(f"{model} on {world.name}", [(split, result)], budget.tok, budget.lat))
+    Console().print(_evaluation_table(f"{model} on {spec.world}", [(split, result)], budget.tok, budget.lat))
 
 
 @app.command()
@@ -658,18 +621,14 @@ def export(
     AutoGen script (`--format autogen`)."""
     if output_format not in ("json", "mermaid", "autogen"):
         raise AgentBalanceError(f"unknown --format {output_format!r}; use json, mermaid or autogen")
-    from agentbalance.train.budgets import budget_condition
-    from agentbalance.train.build import load_controller, run_catalogs, run_roles, serving_budget
+    from agentbalance.trained import TrainedController
 
-    controller, config = load_controller(model)
-    served, delta = serving_budget(config, _serve_budget(budget_tok, budget_lat))
-    from agentbalance.encoders import TextEncoder
-
-    (mas,) = controller.construct_texts([query], TextEncoder(), budget_condition(served, 1), delta=delta)
+    controller = TrainedController.load(model)
+    mas = controller.construct(query, _serve_budget(budget_tok, budget_lat))
     if output_format == "autogen":
         from agentbalance.adapters.autogen import autogen_script
 
-        text = autogen_script(mas, run_catalogs(model, config).described, run_roles(model, config), query=query)
+        text = autogen_script(mas, controller.catalog(), controller.roles, query=query)
     else:
         text = json.dumps(mas.to_json(), indent=2) if output_format == "json" else mas.to_mermaid()
     sys.stdout.write(text + "\n")
@@ -701,19 +660,19 @@ def curve(
 
     from agentbalance.evaluation.curve import run_curve
     from agentbalance.evaluation.methods import parse_methods
-    from agentbalance.train.build import BuildSpec
+    from agentbalance.experiment import ExperimentSpec
     from agentbalance.train.reinforce import TrainConfig
 
     names = parse_methods(methods)
-    spec = BuildSpec(
+    spec = ExperimentSpec(
         world=world_spec,
         catalog=str(catalog) if catalog else None,
         roles=roles,
         sizes=(train, val, test),
-        train=TrainConfig(epochs=epochs, seed=seed),
         task=task,
         data=str(data) if data else None,
         limit=limit,
+        seed=seed,
     )
     folder = out or Path("runs") / datetime.now().strftime("curve-%Y%m%d-%H%M%S")
     console = Console(stderr=as_json)
@@ -725,7 +684,10 @@ def curve(
             highlight=False,
         )
 
-    result = run_curve(spec, names, points, folder, on_point, lambda text: console.print(text, highlight=False))
+    def on_stage(text: str) -> None:
+        console.print(text, highlight=False)
+
+    result = run_curve(spec, TrainConfig(epochs=epochs), names, points, folder, on_point, on_stage)
     if as_json:
         sys.stdout.write(json.dumps({"summary": result.summary, "out": str(folder)}) + "\n")
         return

@@ -1,37 +1,99 @@
 """One experiment's fixed ground: the world, its pools, the role library, the splits and the query embeddings.
 
 `build` and every method of a `curve` sweep stand on the same Experiment, so they see the same test
-questions and are charged by the same accounting.
+questions and are charged by the same accounting. It must never import training: it is what training stands on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 import torch
 
+from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
+from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerCatalogs, ControllerContext
 from agentbalance.pooling import PoolingResult, build_pools
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
-from agentbalance.runtime.rollout import Outcome, execute
+from agentbalance.runtime.rollout import Grader, Outcome, execute
+from agentbalance.splits import Splits, task_splits, world_splits
 from agentbalance.tasks.base import Task
-from agentbalance.train.data import Splits
+from agentbalance.tasks.registry import load_task
+from agentbalance.worlds import LiveOptions, open_world
+from agentbalance.worlds.base import RecordedWorld, SyncWorld, World, pooled_catalog
 
-if TYPE_CHECKING:
-    from agentbalance.train.build import BuildSpec
-    from agentbalance.train.reinforce import Evaluation, TrainConfig
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """Where an experiment's questions and calls come from, and the one seed of every random choice."""
+
+    world: str = "sim"
+    catalog: str | None = None
+    roles: str | None = None
+    sizes: tuple[int, int, int] = (600, 200, 400)
+    pools: int | None = None
+    task: str | None = None  # take the questions from a task (its loader and scorer) instead of the world's
+    data: str | None = None
+    limit: int | None = None
+    live: LiveOptions | None = None
+    seed: int = 0
+
+
+def world_catalogs(world: World) -> ControllerCatalogs:
+    """The backbones of a world as a controller sees them: described by the catalog, pooled by `pooled_catalog`."""
+    return ControllerCatalogs(world.catalog, pooled_catalog(world))
+
+
+def task_roles(task: Task) -> str:
+    """The shipped role library of a task's domain."""
+    return task.domain if task.domain in ("general", "math", "code") else "mixed"
+
+
+def experiment_task(spec: ExperimentSpec) -> Task | None:
+    """The task named by the spec (its questions and scorer), if any."""
+    return load_task(spec.task, spec.data, spec.limit, spec.seed) if spec.task else None
+
+
+def resolve_world(spec: ExperimentSpec) -> tuple[World, ControllerCatalogs, RoleSet, Task | None]:
+    """The world, the catalogs the controller sees, the role library, and the task if one is named."""
+    task = experiment_task(spec)
+    live = spec.live or LiveOptions()
+    if task is not None:
+        live = dataclasses.replace(live, parse=task.parse)
+    catalog = Catalog.load(spec.catalog) if spec.catalog else None
+    world = open_world(spec.world, catalog, seed=spec.seed, live=live)
+    if not isinstance(world, SyncWorld) and task is None:
+        raise AgentBalanceError(
+            f"training in the {spec.world!r} world needs --task NAME: its scorer grades the answers"
+        )
+    own_roles = world.default_roles if isinstance(world, RecordedWorld) else None
+    default_roles = own_roles or (task_roles(task) if task else "mixed")
+    return world, world_catalogs(world), RoleSet.load(spec.roles or default_roles), task
+
+
+def experiment_splits(spec: ExperimentSpec, world: World, task: Task | None) -> Splits:
+    """The task's items split by hash when a task is named, else the world's own fixed splits."""
+    if task is not None:
+        return task_splits(list(task.items()), spec.sizes, spec.seed)
+    return world_splits(world, spec.sizes, seed=spec.seed)
+
+
+def embed_queries(encoder: TextEncoder, queries: Sequence[Query]) -> dict[str, torch.Tensor]:
+    """Query embeddings by id (the controller sees the rendered question and choices, nothing else)."""
+    vectors = encoder.encode([q.render() for q in queries])
+    return {q.id: torch.from_numpy(v.copy()) for q, v in zip(queries, vectors, strict=True)}
 
 
 @dataclass
 class Experiment:
     """Everything a method needs to train on `splits.train` and be measured on `splits.test`."""
 
-    world: Any
+    world: World
     catalogs: ControllerCatalogs  # the backbones as the controller sees them (described, pooled)
     roles: RoleSet
     task: Task | None
@@ -40,42 +102,28 @@ class Experiment:
     splits: Splits
     embeddings: dict[str, torch.Tensor]  # query id -> sentence embedding of the rendered question
     encoder: TextEncoder
-    train_config: TrainConfig  # the seed and the training knobs every learned method of the run shares
+    seed: int
 
     @classmethod
     def open(
-        cls, spec: BuildSpec, roles: RoleSet | None = None, on_stage: Callable[[str], None] = lambda stage: None
+        cls,
+        spec: ExperimentSpec,
+        roles: RoleSet | None = None,
+        on_stage: Callable[[str], None] = lambda stage: None,
     ) -> Experiment:
-        from agentbalance.train.build import embed_queries, resolve_world, spec_splits
-
         on_stage("loading the world and building pools")
         world, catalogs, default_roles, task = resolve_world(spec)
         roles = roles or default_roles
-        pools = build_pools(catalogs.pooled, k=spec.pools, seed=spec.train.seed)
+        pools = build_pools(catalogs.pooled, k=spec.pools, seed=spec.seed)
         encoder = TextEncoder()
         context = ControllerContext.build(catalogs.described, pools, roles, encoder)
-        splits = spec_splits(spec, world, task)
+        splits = experiment_splits(spec, world, task)
         on_stage("embedding the questions")
         embeddings = embed_queries(encoder, splits.train + splits.val + splits.test)
-        return cls(
-            world,
-            catalogs,
-            roles,
-            task,
-            pools,
-            context,
-            splits,
-            embeddings,
-            encoder,
-            spec.train,
-        )
+        return cls(world, catalogs, roles, task, pools, context, splits, embeddings, encoder, spec.seed)
 
     @property
-    def seed(self) -> int:
-        return self.train_config.seed
-
-    @property
-    def grader(self) -> Callable[[Query, str | None], bool | None] | None:
+    def grader(self) -> Grader | None:
         """The task's scorer for worlds that do not grade (live); None where the world grades."""
         return self.task.score if self.task is not None else None
 
@@ -93,10 +141,3 @@ class Experiment:
 
     def execute(self, pairs: Sequence[tuple[MAS, Query]]) -> list[Outcome]:
         return execute(self.world, self.roles, pairs, self.grader)
-
-    def measure(self, masses: Sequence[MAS], queries: Sequence[Query]) -> Evaluation:
-        """Run one MAS per query and summarise Perf / Tok / Lat with their upper bounds."""
-        from agentbalance.train.reinforce import summarise
-
-        outcomes = self.execute(list(zip(masses, queries, strict=True)))
-        return summarise(masses, outcomes, self.train_config.confidence_z)

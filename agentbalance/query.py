@@ -6,6 +6,7 @@ worlds and scorers.
 
 from __future__ import annotations
 
+import hashlib
 import string
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -53,6 +54,15 @@ class Query(BaseModel):
             return self.question
         options = "\n".join(f"({letter}) {choice}" for letter, choice in zip(self.letters, self.choices, strict=True))
         return f"{self.question}\n\n{options}"
+
+
+def as_query(query: str | Query) -> Query:
+    """A Query as it is; a text as a Query whose id is derived from the text (same text, same id)."""
+    if isinstance(query, Query):
+        return query
+    if not isinstance(query, str) or not query.strip():
+        raise AgentBalanceError(f"a query must be a non-empty question text or a Query, got {query!r}")
+    return Query(id=f"task-{hashlib.sha256(query.encode()).hexdigest()[:12]}", question=query)
 
 
 def read_queries(path: str | Path, question_optional: bool = False) -> list[Query]:

@@ -26,13 +26,13 @@ from typing import Any
 import numpy as np
 
 from agentbalance.adapters.autogen import AgentBalanceTeam, BalancedRun, GraphFlowRunner, roles_from_agents
+from agentbalance.budgets import Budget
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.query import Query
-from agentbalance.train.budgets import Budget
 from agentbalance.train.build import BuildSpec, build
 from agentbalance.train.data import world_splits
-from agentbalance.train.reinforce import TrainConfig, evaluation_json
+from agentbalance.train.reinforce import TrainConfig
 from agentbalance.worlds.simulated import SimulatedWorld
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,7 +118,7 @@ def main() -> None:
                 **balanced,
                 "meets_budget": balanced["tok"] <= budget.tok and balanced["lat"] <= budget.lat,
                 "train_seconds": round(seconds, 1),
-                "runner_test": evaluation_json(built.result.test),  # the same questions through agentbalance's runner
+                "runner_test": built.result.test.to_json(),  # the same questions through agentbalance's runner
             },
         }
         rows.append(row)

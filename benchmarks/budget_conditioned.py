@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentbalance.train.budgets import Budget, BudgetRange
+from agentbalance.budgets import Budget, BudgetRange
+from agentbalance.experiment import ExperimentSpec
 from agentbalance.train.build import BuildSpec, build
 from agentbalance.train.reinforce import TrainConfig
 
@@ -34,10 +35,10 @@ def run_world(per_budget: dict[str, object], epochs: int) -> dict[str, object]:
     lat_budget = levels[0]["budget_lat"]
     loosest = Budget(tok=budgets[-1])
     spec = BuildSpec(
-        world=SPECS[str(per_budget["world"])],
+        # the same test questions as the per-budget controllers
+        ExperimentSpec(world=SPECS[str(per_budget["world"])], sizes=(600, 200, int(seed0["test_n"]))),
         budget=loosest,
         budget_range=BudgetRange(loosest, ratio=budgets[-1] / budgets[0], steps=len(budgets)),
-        sizes=(600, 200, int(seed0["test_n"])),  # the same test questions as the per-budget controllers
         train=TrainConfig(epochs=epochs),
     )
     started = time.perf_counter()

@@ -25,12 +25,15 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import binomtest
 
+from agentbalance.budgets import Budget
+from agentbalance.evaluation.measure import summarise
+from agentbalance.experiment import ExperimentSpec, resolve_world
 from agentbalance.mas import MAS
 from agentbalance.runtime.rollout import Outcome, rollout
-from agentbalance.train.budgets import Budget
-from agentbalance.train.build import BuildSpec, build, resolve_world
-from agentbalance.train.data import world_splits
-from agentbalance.train.reinforce import TrainConfig, evaluation_json, summarise
+from agentbalance.splits import world_splits
+from agentbalance.train.build import BuildSpec, build
+from agentbalance.train.reinforce import TrainConfig
+from agentbalance.trained import TrainedController
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -91,8 +94,7 @@ def world_levels(spec_world: str) -> tuple[list[float], float]:
     """Four token budgets spread log-evenly from 1.5x the cheapest backbone alone to the costliest one,
     and a loose latency budget (3x the slowest): measured on seed 0's test split, then fixed for every seed
     so that the seeds average the same budgets."""
-    probe = BuildSpec(world=spec_world, sizes=SIZES)
-    world, _, roles, _ = resolve_world(probe)
+    world, _, roles, _ = resolve_world(ExperimentSpec(world=spec_world, sizes=SIZES))
     singles = single_backbones(world, roles, world_splits(world, SIZES, seed=0).test)
     toks = sorted(row["tok"] for row in singles)
     lat_budget = 3 * max(row["lat"] for row in singles)
@@ -103,25 +105,21 @@ def world_levels(spec_world: str) -> tuple[list[float], float]:
 def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_budget: float, epochs: int) -> dict:
     """One seed (its own split of the world and its own training): a build per budget, compared with
     every backbone alone on the same test questions."""
-    probe = BuildSpec(world=spec_world, sizes=SIZES, train=TrainConfig(seed=seed))
-    world, _, roles, _ = resolve_world(probe)  # the world the builds see: the seed also draws its split
+    experiment = ExperimentSpec(world=spec_world, sizes=SIZES, seed=seed)
+    world, _, roles, _ = resolve_world(experiment)  # the world the builds see: the seed also draws its split
     splits = world_splits(world, SIZES, seed=seed)
     test_outcomes = single_outcomes(world, roles, splits.test)
     singles = single_rows(roles, test_outcomes)
     val_singles = {row["backbone"]: row for row in single_backbones(world, roles, splits.val)}
     levels = []
     for tok_budget in budgets:
-        spec = BuildSpec(
-            world=spec_world,
-            budget=Budget(tok_budget, lat_budget),
-            sizes=SIZES,
-            train=TrainConfig(epochs=epochs, seed=seed),
-        )
+        spec = BuildSpec(experiment, budget=Budget(tok_budget, lat_budget), train=TrainConfig(epochs=epochs))
         with tempfile.TemporaryDirectory() as folder:
             built = build(spec, Path(folder) / "run")
+            controller = TrainedController.load(built.out)
+            delta = controller.delta  # the calibrated delta of the user's budget
+            masses, outcomes = controller.outcomes(world, "test")
         result = built.result
-        delta = built.trainer.deltas[-1]  # the calibrated delta of the user's budget
-        masses, outcomes = built.trainer.outcomes(splits.test)
         assert [q.id for q in built.splits.test] == [q.id for q in splits.test]
         assert summarise(masses, outcomes, TrainConfig().confidence_z).perf == result.test.perf
         fitting = [row for row in singles if row["tok"] <= tok_budget and row["lat"] <= lat_budget]
@@ -142,8 +140,8 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
                 # what `build` kept: the anchored start as imitated, or a trained policy at its calibrated delta
                 "kept": "anchored start" if result.anchored else "trained policy",
                 "delta": delta,
-                "validation": evaluation_json(result.val),
-                "test": evaluation_json(result.test),
+                "validation": result.val.to_json(),
+                "test": result.test.to_json(),
                 "meets_budget_on_test": result.test.tok <= tok_budget and result.test.lat <= lat_budget,
                 "best_single_that_fits": best_single,
                 "perf_minus_best_single": None if best_single is None else result.test.perf - best_single["perf"],

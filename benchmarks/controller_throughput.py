@@ -18,12 +18,12 @@ import torch
 
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
+from agentbalance.experiment import embed_queries
 from agentbalance.policy.context import ControllerContext
 from agentbalance.policy.controller import Controller
 from agentbalance.pooling import build_pools
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import rollout
-from agentbalance.train.build import embed_queries
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_WORLD = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "mmlu-pro-dev"

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import yaml
 
-from agentbalance.experiment import Experiment
-from agentbalance.train.budgets import Budget
-from agentbalance.train.build import BuildSpec, build, load_controller
-from agentbalance.train.reinforce import TrainConfig, policy_outcomes, summarise
+from agentbalance.budgets import Budget
+from agentbalance.experiment import Experiment, ExperimentSpec
+from agentbalance.train.build import BuildSpec, build
+from agentbalance.train.reinforce import TrainConfig
+from agentbalance.trained import TrainedController
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parent.parent
@@ -39,13 +40,9 @@ def catalog_entries(path: Path) -> list[dict[str, object]]:
 
 def measure(folder: Path, spec: BuildSpec) -> dict[str, object]:
     """The saved controller over the spec's catalog (pools rebuilt), on the spec's test split."""
-    experiment = Experiment.open(spec)
-    controller, config = load_controller(folder, experiment.catalogs, experiment.roles, experiment.encoder)
-    test = experiment.splits.test
-    masses, outcomes = policy_outcomes(
-        controller, experiment.world, experiment.roles, experiment.embeddings, test, Budget(**config["budget"])
-    )
-    evaluation = summarise(masses, outcomes, TrainConfig().confidence_z)
+    experiment = Experiment.open(spec.experiment)
+    controller = TrainedController.load(folder, world=experiment.world, encoder=experiment.encoder)
+    evaluation = controller.evaluate(experiment.world, "test", spec=spec.experiment)
     return {
         "catalog_size": len(experiment.world.catalog),
         "pools": experiment.pools.pools,
@@ -60,7 +57,7 @@ def run_world(name: str, world: str, full: Path, extra: Path | None, budget: Bud
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
         entries = catalog_entries(full)
-        probe = Experiment.open(BuildSpec(world=world, catalog=str(full), sizes=(10, 10, 10)))
+        probe = Experiment.open(ExperimentSpec(world=world, catalog=str(full), sizes=(10, 10, 10)))
         kept = probe.kept
         removed = [kept[len(kept) // 2 - 1], kept[len(kept) // 2]]  # two mid-tier backbones the filter keeps
         reduced = write_catalog([e for e in entries if e["name"] not in removed], folder, "reduced")
@@ -69,7 +66,7 @@ def run_world(name: str, world: str, full: Path, extra: Path | None, budget: Bud
             catalogs["added_back_plus_extra"] = write_catalog(entries + catalog_entries(extra), folder, "plus-extra")
 
         def spec(catalog: str) -> BuildSpec:
-            return BuildSpec(world=world, catalog=catalog, budget=budget, train=TrainConfig(epochs=epochs))
+            return BuildSpec(ExperimentSpec(world=world, catalog=catalog), budget=budget, train=TrainConfig(epochs=epochs))
 
         trained = folder / "trained-reduced"
         build(spec(reduced), trained)

@@ -21,7 +21,7 @@ from agentbalance.catalog import Catalog
 from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
-from agentbalance.runtime.accounting import critical_path_s
+from agentbalance.runtime.execution import critical_path_s
 from agentbalance.runtime.runner import Runner
 from agentbalance.worlds.base import AgentCall, Completion
 

@@ -22,12 +22,13 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from agentbalance.experiment import Experiment
+from agentbalance.budgets import Budget
+from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.plots import save_figure  # importing agentbalance.plots selects the Agg backend
+from agentbalance.policy.condition import budget_condition
 from agentbalance.policy.controller import ControllerConfig
-from agentbalance.train.budgets import Budget, budget_condition
 from agentbalance.train.build import BuildSpec, one_torch_thread, train_on
-from agentbalance.train.reinforce import TrainConfig, evaluation_json
+from agentbalance.train.reinforce import TrainConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parent.parent
@@ -53,15 +54,13 @@ def setting_spec(world: str, knobs: dict[str, float], args: argparse.Namespace) 
     """The paper's mode: no budget axes, both lambdas fixed by hand, delta and lambda_len as given."""
     train = TrainConfig(
         epochs=args.epochs,
-        seed=args.seed,
         lambda_tok=knobs["lambda_tok"],
         lambda_lat=knobs["lambda_lat"],
         length_penalty=knobs["lambda_len"],
     )
     return BuildSpec(
-        world=world,
+        ExperimentSpec(world=world, sizes=tuple(args.sizes), seed=args.seed),
         budget=Budget(),
-        sizes=tuple(args.sizes),
         train=train,
         controller=ControllerConfig(delta=knobs["delta"]),
         restarts=args.restarts,
@@ -72,13 +71,13 @@ def measure_setting(experiment: Experiment, spec: BuildSpec) -> dict[str, object
     """Train on the shared experiment, then the test split's means, what was built and the mean L_max."""
     started = time.perf_counter()
     with one_torch_thread():
-        torch.manual_seed(spec.train.seed)
+        torch.manual_seed(spec.seed)
         controller, _, result = train_on(experiment, spec)
         test = experiment.splits.test
         with torch.no_grad():  # the greedy policy's L_max, at the delta and (empty) condition it builds with
             step = controller(experiment.embed(test), budget_condition(spec.budget, len(test)), mode="greedy")
     return {
-        **evaluation_json(result.test),
+        **result.test.to_json(),
         "expected_chain_length": float(step.expected_length.mean()),
         "anchored": result.anchored,
         "seconds": round(time.perf_counter() - started, 1),
@@ -87,7 +86,7 @@ def measure_setting(experiment: Experiment, spec: BuildSpec) -> dict[str, object
 
 def run_world(name: str, world: str, args: argparse.Namespace) -> dict[str, object]:
     """Every knob's grid on one world, the other knobs at their defaults."""
-    experiment = Experiment.open(setting_spec(world, DEFAULTS, args))
+    experiment = Experiment.open(setting_spec(world, DEFAULTS, args).experiment)
     measured: dict[tuple[float, ...], dict[str, object]] = {}  # settings -> test results (default shared)
     knobs: dict[str, list[dict[str, object]]] = {}
     for knob, grid in GRIDS.items():

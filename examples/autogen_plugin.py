@@ -19,11 +19,11 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_core.models import ChatCompletionClient
 
 from agentbalance.adapters.autogen import AgentBalanceTeam, BalancedRun, roles_from_agents
+from agentbalance.budgets import Budget
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query
-from agentbalance.train.budgets import Budget
 from agentbalance.train.build import BuildSpec, build
 from agentbalance.train.data import world_splits
 from agentbalance.train.reinforce import TrainConfig

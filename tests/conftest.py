@@ -38,12 +38,11 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 @pytest.fixture(scope="session")
 def small_experiment(tmp_path_factory: pytest.TempPathFactory) -> Experiment:
     """A small simulated-world Experiment (48 / 16 / 32 questions), shared by the evaluation tests."""
-    from agentbalance.experiment import Experiment
-    from agentbalance.train.build import BuildSpec
+    from agentbalance.experiment import Experiment, ExperimentSpec
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AGENTBALANCE_CACHE_DIR", str(tmp_path_factory.mktemp("experiment-cache")))
-        return Experiment.open(BuildSpec(sizes=(48, 16, 32)))
+        return Experiment.open(ExperimentSpec(sizes=(48, 16, 32)))
 
 
 @pytest.fixture(scope="module")

@@ -11,17 +11,18 @@ import numpy as np
 import pytest
 import torch
 
+from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
-from agentbalance.experiment import Experiment
+from agentbalance.evaluation.measure import Evaluation, measure
+from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
+from agentbalance.policy.condition import budget_condition, conditions
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.runtime.rollout import Outcome
 from agentbalance.templates import topology_mas
-from agentbalance.train.budgets import Budget, BudgetRange, budget_condition, conditions
 from agentbalance.train.build import BuildSpec, build, train_on
 from agentbalance.train.reinforce import (
     ANCHOR_TOPOLOGIES,
-    Evaluation,
     TrainConfig,
     Trainer,
     budget_preference,
@@ -58,7 +59,7 @@ def _best_fitting_template(experiment: Experiment, budget: Budget) -> MAS:
     """Independently of the trainer: the template with the best Perf on the training and validation
     questions whose upper cost bounds meet `budget` (the smallest excess when none does)."""
     questions = experiment.splits.train + experiment.splits.val
-    measured = [(mas, experiment.measure([mas] * len(questions), questions)) for mas in _templates(experiment)]
+    measured = [(mas, measure(experiment, [mas] * len(questions), questions)) for mas in _templates(experiment)]
     fitting = [(mas, e) for mas, e in measured if e.meets(budget)]
     if not fitting:
         return min(measured, key=lambda item: item[1].excess(budget))[0]
@@ -97,7 +98,7 @@ def test_a_mas_the_controller_cannot_construct_is_refused_with_the_reason(small_
 def test_the_anchored_start_is_the_best_template_that_fits_each_budget(small_experiment, one_thread) -> None:
     val = small_experiment.splits.val
     strongest = small_experiment.strongest_backbone()
-    chain = small_experiment.measure([topology_mas("chain", small_experiment.roles, strongest)] * len(val), val)
+    chain = measure(small_experiment, [topology_mas("chain", small_experiment.roles, strongest)] * len(val), val)
     budget_range = BudgetRange(Budget(chain.tok_upper * 1.2, chain.lat_upper * 1.2), ratio=1000, steps=3)
     trainer = _trainer(small_experiment, budget_range, TrainConfig())
     imitated = trainer.anchor(small_experiment.splits.train, val)
@@ -146,7 +147,7 @@ def test_a_build_that_learns_nothing_keeps_the_anchored_start(small_experiment, 
     assert result.anchored
     assert 0 < result.anchor_margin <= 0.5 / len(val) ** 0.5
     best = _best_fitting_template(small_experiment, budget)
-    template = small_experiment.measure([best] * len(val), val)
+    template = measure(small_experiment, [best] * len(val), val)
     assert template.meets(budget)
     assert result.val.meets(budget) and result.val.perf >= template.perf
 
@@ -161,7 +162,7 @@ def test_fixed_lambdas_keep_the_users_delta_and_rank_by_the_penalised_objective(
     assert budget_preference(cheap_and_good, Budget()) < budget_preference(costly_and_better, Budget())
 
     spec = BuildSpec(
-        sizes=(24, 12, 12),
+        ExperimentSpec(sizes=(24, 12, 12)),
         train=TrainConfig(epochs=1, lambda_tok=1.0, lambda_lat=0.01),
         controller=ControllerConfig(delta=0.25),
         restarts=1,

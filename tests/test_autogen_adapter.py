@@ -49,7 +49,7 @@ from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.runner import Runner
-from agentbalance.train.data import synthetic_split
+from agentbalance.splits import synthetic_split
 from agentbalance.worlds.simulated import SimulatedWorld
 from tests.fakes import ScriptedWorld
 

@@ -16,6 +16,7 @@ from agentbalance.evaluation.baselines.agentdropout import AgentDropoutPolicy, A
 from agentbalance.evaluation.baselines.agentprune import PRUNING_RATIO, AgentPrunePolicy, AgentPruneStyle
 from agentbalance.evaluation.baselines.base import PolicyGradientConfig, penalty_grid, topology_backbone
 from agentbalance.evaluation.baselines.gdesigner import GDesignerPolicy, GDesignerStyle
+from agentbalance.evaluation.measure import measure
 from agentbalance.evaluation.methods import load_method
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
@@ -126,8 +127,8 @@ def test_the_same_setting_fitted_twice_gives_identical_mas(name: str, fitted, sm
 @pytest.mark.parametrize("name", METHODS)
 def test_a_higher_kappa_is_no_more_expensive(name: str, fitted, small_experiment) -> None:
     test = small_experiment.splits.test
-    free = small_experiment.measure(fitted(name, "kappa=0"), test)
-    costly = small_experiment.measure(fitted(name, "kappa=2"), test)
+    free = measure(small_experiment, fitted(name, "kappa=0"), test)
+    costly = measure(small_experiment, fitted(name, "kappa=2"), test)
     assert costly.tok <= free.tok * 1.05 + 1e-9
     assert costly.lat <= free.lat * 1.05 + 1e-9
 

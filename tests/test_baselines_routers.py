@@ -17,6 +17,7 @@ from agentbalance.evaluation.baselines.base import PolicyGradientConfig, kappa_o
 from agentbalance.evaluation.baselines.corl import CoRLPolicy, CoRLStyle, budget_condition
 from agentbalance.evaluation.baselines.masrouter import MODES, MasRouterPolicy, MasRouterStyle
 from agentbalance.evaluation.baselines.rlfocal import FocalDiversityTable, RLFocalPolicy, RLFocalStyle, focal_diversity
+from agentbalance.evaluation.measure import measure
 from agentbalance.evaluation.methods import load_method
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
@@ -208,7 +209,7 @@ def test_corl_trains_once_and_a_higher_budget_penalty_builds_no_costlier_mas(sma
     constructors = {setting: method.fit(experiment, setting) for setting in settings}
     assert method.trainings == 1
     tok = {
-        s: experiment.measure(c(experiment.splits.test), experiment.splits.test).tok for s, c in constructors.items()
+        s: measure(experiment, c(experiment.splits.test), experiment.splits.test).tok for s, c in constructors.items()
     }
     assert tok[settings[-1]] <= tok[settings[0]] * 1.02 + 1e-9
     assert method.fit(experiment, settings[1])(experiment.splits.test) == constructors[settings[1]](

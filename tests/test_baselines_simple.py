@@ -13,6 +13,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.fixed import FixedTopology, base_mas
 from agentbalance.evaluation.baselines.random_mas import RandomMAS
 from agentbalance.evaluation.baselines.single import SingleLLM
+from agentbalance.evaluation.measure import measure
 from agentbalance.evaluation.methods import load_method
 from agentbalance.mas import MAS
 from agentbalance.roles import Role, RoleKind, RoleSet
@@ -171,7 +172,7 @@ def test_every_simple_method_measures_finite_perf_tok_and_lat(small_experiment, 
     settings = method.settings(small_experiment, 3)
     queries = small_experiment.splits.test
     for setting in (settings[0], settings[-1]):
-        evaluation = small_experiment.measure(method.fit(small_experiment, setting)(queries), queries)
+        evaluation = measure(small_experiment, method.fit(small_experiment, setting)(queries), queries)
         assert 0 <= evaluation.perf <= 1
         assert all(math.isfinite(x) and x > 0 for x in (evaluation.tok, evaluation.lat))
 
@@ -180,6 +181,6 @@ def test_the_base_mas_costs_more_than_the_cheapest_backbone_alone(small_experime
     queries = small_experiment.splits.test
     context = small_experiment.context
     cheapest = context.backbone_names[int(context.backbone_tok_cost.argmin())]
-    single = small_experiment.measure(SingleLLM().fit(small_experiment, cheapest)(queries), queries)
-    base = small_experiment.measure([base_mas(small_experiment)] * len(queries), queries)
+    single = measure(small_experiment, SingleLLM().fit(small_experiment, cheapest)(queries), queries)
+    base = measure(small_experiment, [base_mas(small_experiment)] * len(queries), queries)
     assert base.tok > single.tok and base.lat > single.lat

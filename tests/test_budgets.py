@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
-from agentbalance.train.budgets import Budget, BudgetRange, conditions
-from agentbalance.train.build import serving_budget
+from agentbalance.policy.condition import conditions
+from agentbalance.trained import TrainedController
 from tests.test_cli_build import SMALL, agentbalance, one_error_line
 
 
@@ -43,10 +44,10 @@ def test_budgets_outside_what_was_trained_are_refused_clearly() -> None:
 
 
 def test_a_single_budget_model_refuses_another_budget() -> None:
-    config = {"budget": {"tok": 0.5, "lat": 60.0}, "budget_range": None}
-    assert serving_budget(config, None) == (Budget(0.5, 60.0), None)
+    controller = TrainedController(None, None, Budget(0.5, 60.0), encoder=object())  # type: ignore[arg-type]
+    assert controller.serving(None) == (Budget(0.5, 60.0), None)
     with pytest.raises(AgentBalanceError, match="--budget-conditioned"):
-        serving_budget(config, Budget(0.2, 60.0))
+        controller.serving(Budget(0.2, 60.0))
 
 
 def test_a_saved_range_round_trips() -> None:

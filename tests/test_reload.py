@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from agentbalance.policy.context import ControllerCatalogs
-from agentbalance.train.budgets import Budget, budget_condition
-from agentbalance.train.build import BuildSpec, Built, build, load_controller
+from agentbalance.budgets import Budget
+from agentbalance.experiment import ExperimentSpec, world_catalogs
+from agentbalance.policy.condition import budget_condition
+from agentbalance.train.build import BuildSpec, Built, build
 from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.run_folder import load_controller
 from agentbalance.worlds import open_world
 from tests.test_cli import agentbalance
 from tests.test_replay_world import mcq_tables, write_world
@@ -25,9 +27,8 @@ BUDGET = Budget(tok=5.0, lat=60.0)
 def replay_build(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """A replay build with seed 1: its split and its calibrated pools are not seed 0's."""
     folder = write_world(tmp_path_factory.mktemp("world") / "tiny-mcq", *mcq_tables())
-    spec = BuildSpec(
-        world=f"replay:{folder}", budget=BUDGET, sizes=(12, 4, 4), train=TrainConfig(epochs=1, seed=1), restarts=1
-    )
+    experiment = ExperimentSpec(world=f"replay:{folder}", sizes=(12, 4, 4), seed=1)
+    spec = BuildSpec(experiment, budget=BUDGET, train=TrainConfig(epochs=1), restarts=1)
     return build(spec, tmp_path_factory.mktemp("runs") / "run")
 
 
@@ -54,7 +55,7 @@ def test_a_replay_controller_reloads_with_the_pools_and_features_it_was_trained_
 def test_opening_the_world_with_another_seed_keeps_the_trained_pools(replay_build: Built) -> None:
     """The world's seed-0 calibration differs from the build's seed-1 one: the run's own catalogs win."""
     config = json.loads((replay_build.out / "config.json").read_text())
-    seed0 = ControllerCatalogs.of_world(open_world(config["world"], seed=0))
+    seed0 = world_catalogs(open_world(config["world"], seed=0))
     controller, _ = load_controller(replay_build.out, seed0)
     assert_reloaded_as_trained(controller, replay_build)
 

@@ -8,22 +8,27 @@ from pathlib import Path
 import pytest
 import torch
 
+from agentbalance.budgets import Budget
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
+from agentbalance.experiment import ExperimentSpec, embed_queries
+from agentbalance.policy.condition import budget_condition
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import rollout
 from agentbalance.runtime.runner import Runner
-from agentbalance.train.budgets import Budget, budget_condition
-from agentbalance.train.build import BuildSpec, build, embed_queries, load_controller
-from agentbalance.train.reinforce import TrainConfig, policy_gradient_loss
+from agentbalance.train.build import BuildSpec, build
+from agentbalance.train.policy_gradient import policy_gradient_loss
+from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.run_folder import load_controller
 from agentbalance.worlds.simulated import SimulatedWorld
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory):
-    spec = BuildSpec(budget=Budget(tok=0.3, lat=30), sizes=(60, 30, 30), train=TrainConfig(epochs=3), restarts=2)
+    experiment = ExperimentSpec(sizes=(60, 30, 30))
+    spec = BuildSpec(experiment, budget=Budget(tok=0.3, lat=30), train=TrainConfig(epochs=3), restarts=2)
     return build(spec, tmp_path_factory.mktemp("run") / "run")
 
 
@@ -68,14 +73,15 @@ def test_a_saved_controller_reloads_and_builds_the_same_mas(built) -> None:
     controller, config = load_controller(built.out)
     queries = built.splits.test[:5]
     embeddings = torch.stack([built.trainer.embeddings[q.id] for q in queries])
-    condition = budget_condition(Budget(**config["budget"]), len(queries))
+    condition = budget_condition(config.trained_budget, len(queries))
     assert [m.to_json() for m in controller.construct(embeddings, condition)] == [
         m.to_json() for m in built.controller.construct(embeddings, condition)
     ]
 
 
 def test_an_unreachable_budget_is_reported_with_the_cheapest_point(tmp_path: Path) -> None:
-    spec = BuildSpec(budget=Budget(tok=1e-6), sizes=(24, 12, 12), train=TrainConfig(epochs=1), restarts=1)
+    experiment = ExperimentSpec(sizes=(24, 12, 12))
+    spec = BuildSpec(experiment, budget=Budget(tok=1e-6), train=TrainConfig(epochs=1), restarts=1)
     result = build(spec, tmp_path / "run").result
     assert not result.feasible
     assert result.cheapest.tok > 1e-6

@@ -25,7 +25,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query
 from agentbalance.roles import Role, RoleKind, RoleSet
-from agentbalance.runtime.accounting import modelled_schedule
+from agentbalance.runtime.execution import modelled_schedule
 from agentbalance.runtime.trace import AgentTrace, Trace
 from agentbalance.worlds.base import (
     CHARS_PER_TOKEN,
@@ -64,8 +64,8 @@ except ImportError as error:
 if TYPE_CHECKING:
     import torch
 
+    from agentbalance.budgets import Budget
     from agentbalance.policy.controller import Controller
-    from agentbalance.train.budgets import Budget
 
 TASK_SOURCE = "user"  # AutoGen's source name of the task message
 RESERVED_NAMES = frozenset({TASK_SOURCE})
@@ -697,6 +697,7 @@ class AgentBalanceTeam:
         """A team over a controller saved by `agentbalance build` (trained on these agents' roles): at the
         budget it was built for, or, for a budget-conditioned one, at `budget` within its range."""
         from agentbalance.encoders import TextEncoder
+        from agentbalance.experiment import world_catalogs
         from agentbalance.policy.context import ControllerCatalogs
         from agentbalance.train.build import load_controller, run_catalogs, serving_budget
 
@@ -705,7 +706,7 @@ class AgentBalanceTeam:
         if catalog is not None:
             seen = ControllerCatalogs(catalog, catalog)
         elif world is not None:
-            seen = ControllerCatalogs.of_world(world)
+            seen = world_catalogs(world)
         encoder = encoder or TextEncoder()
         controller, config = load_controller(Path(folder), seen, roles, encoder)  # type: ignore[arg-type]
         if catalog is None and world is None:
@@ -776,7 +777,8 @@ class AgentBalanceTeam:
         return self.controller.construct(embeddings, self._condition(len(queries)), ids, delta=self.delta)
 
     def _condition(self, batch: int) -> torch.Tensor:
-        from agentbalance.train.budgets import Budget, budget_condition
+        from agentbalance.budgets import Budget
+        from agentbalance.policy.condition import budget_condition
 
         return budget_condition(self.budget or Budget(), batch)
 

@@ -17,11 +17,13 @@ from pathlib import Path
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.fixed import base_mas
+from agentbalance.evaluation.measure import measure
 from agentbalance.evaluation.methods import load_method
 from agentbalance.evaluation.metrics import SUMMARY_COLUMNS, Point, summary_row
-from agentbalance.experiment import Experiment
+from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.files import atomic_write
-from agentbalance.train.build import BuildSpec, one_torch_thread
+from agentbalance.train.build import one_torch_thread
+from agentbalance.train.reinforce import TrainConfig
 
 CURVE_COLUMNS = ("method", "setting", "perf", "tok", "lat", "n")
 BASE_METHOD = "base"  # the row of the base MAS: the metrics' B_max and p_base
@@ -51,7 +53,8 @@ class CurveResult:
 
 
 def run_curve(
-    spec: BuildSpec,
+    spec: ExperimentSpec,
+    train: TrainConfig,
     methods: Sequence[str],
     points: int,
     out: Path,
@@ -65,8 +68,8 @@ def run_curve(
         "catalog": spec.catalog,
         "roles": spec.roles,
         "sizes": list(spec.sizes),
-        "seed": spec.train.seed,
-        "epochs": spec.train.epochs,
+        "seed": spec.seed,
+        "epochs": train.epochs,
         "points": points,
         "task": spec.task,
         "data": spec.data,
@@ -74,11 +77,12 @@ def run_curve(
     }
     _claim_folder(out, manifest)
     with one_torch_thread():
-        return _sweep(spec, methods, points, out, on_point, on_stage, started)
+        return _sweep(spec, train, methods, points, out, on_point, on_stage, started)
 
 
 def _sweep(
-    spec: BuildSpec,
+    spec: ExperimentSpec,
+    train: TrainConfig,
     methods: Sequence[str],
     points: int,
     out: Path,
@@ -101,10 +105,10 @@ def _sweep(
     base = base_mas(experiment)
     if (BASE_METHOD, "complete") not in done:
         on_stage("measuring the base MAS")
-        evaluation = experiment.measure([base] * len(test), test)
+        evaluation = measure(experiment, [base] * len(test), test)
         record(CurveRow(BASE_METHOD, "complete", evaluation.perf, evaluation.tok, evaluation.lat, evaluation.n))
     for name in methods:
-        method = load_method(name)
+        method = load_method(name, train)
         for setting in method.settings(experiment, points):
             if (name, setting) in done:
                 skipped += 1
@@ -112,7 +116,7 @@ def _sweep(
                 continue
             on_stage(f"{name}: {setting}")
             masses = method.fit(experiment, setting)(test)
-            evaluation = experiment.measure(masses, test)
+            evaluation = measure(experiment, masses, test)
             record(CurveRow(name, setting, evaluation.perf, evaluation.tok, evaluation.lat, evaluation.n))
     summary = summarise_curve(rows, methods)
     _write_summary(out / "summary.csv", summary)

@@ -7,6 +7,7 @@ import importlib
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Method
 from agentbalance.policy.controller import ABLATIONS
+from agentbalance.train.reinforce import TrainConfig
 
 # name -> (module, factory, argument); fixed topologies share one class
 METHODS: dict[str, tuple[str, str, str | None]] = {
@@ -29,12 +30,13 @@ METHODS: dict[str, tuple[str, str, str | None]] = {
 ABLATION_METHODS = {f"agentbalance-{name}": name for name in ABLATIONS}
 
 
-def load_method(name: str) -> Method:
-    """A fresh method object by its public name."""
-    if name in ABLATION_METHODS:
+def load_method(name: str, train: TrainConfig | None = None) -> Method:
+    """A fresh method object by its public name; `train` sets agentbalance's own training knobs (the
+    baselines train with their shared `PolicyGradientConfig`)."""
+    if name == "agentbalance" or name in ABLATION_METHODS:
         from agentbalance.evaluation.ours import AgentBalanceMethod
 
-        return AgentBalanceMethod(ablation=ABLATION_METHODS[name])
+        return AgentBalanceMethod(ablation=ABLATION_METHODS.get(name), train=train)
     if name not in METHODS:
         raise AgentBalanceError(f"unknown method {name!r}; known: {', '.join(_known())}")
     module_name, factory, argument = METHODS[name]

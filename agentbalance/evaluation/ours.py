@@ -14,17 +14,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Constructor
 from agentbalance.evaluation.baselines.fixed import base_mas
+from agentbalance.evaluation.measure import measure
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerContext
-from agentbalance.policy.controller import ABLATIONS, Controller, ControllerConfig
+from agentbalance.policy.controller import ABLATIONS, ControllerConfig
 from agentbalance.pooling import random_pools
 from agentbalance.query import Query
-from agentbalance.train.budgets import Budget, BudgetRange, budget_condition
 from agentbalance.train.build import BuildSpec, train_on
+from agentbalance.train.reinforce import TrainConfig
+from agentbalance.trained import TrainedController
 
 GRID_STEPS = 6  # training budgets, log-spaced over the range; the sweep between them interpolates
 MIN_RATIO = 16.0  # the range always reaches below the metrics' lowest budget point T1 = B_max / 8
@@ -33,70 +36,78 @@ MIN_RATIO = 16.0  # the range always reaches below the metrics' lowest budget po
 class AgentBalanceMethod:
     name = "agentbalance"
 
-    def __init__(self, restarts: int = 1, ablation: str | None = None) -> None:
+    def __init__(self, restarts: int = 1, ablation: str | None = None, train: TrainConfig | None = None) -> None:
         self.restarts = restarts
+        self.train = train or TrainConfig()
         self.ablation = ablation  # one of policy.controller.ABLATIONS: the paper's Table 3 variants
         if ablation is not None:
             if ablation not in ABLATIONS:
                 raise AgentBalanceError(f"unknown ablation {ablation!r}; known: {', '.join(ABLATIONS)}")
             self.name = f"agentbalance-{ablation}"
-        self._trained: dict[int, tuple[Controller, BudgetRange]] = {}  # id(experiment) -> trained once
-        self._ranges: dict[int, BudgetRange] = {}  # id(experiment) -> the range measured on validation
+        # the experiment last seen, its budget range and the controller trained once for it (a sweep asks
+        # for every setting on the same experiment; another experiment starts afresh)
+        self._experiment: Experiment | None = None
+        self._range: BudgetRange | None = None
+        self._trained: TrainedController | None = None
 
     def settings(self, experiment: Experiment, points: int) -> list[str]:
         if points < 1:
             raise AgentBalanceError(f"--points must be at least 1, got {points}")
-        ratio = self._range(experiment).ratio
+        ratio = self._budget_range(experiment).ratio
         return [f"scale={s:.4g}" for s in np.geomspace(1 / ratio, 1.0, points)]
 
-    def _range(self, experiment: Experiment) -> BudgetRange:
+    def _budget_range(self, experiment: Experiment) -> BudgetRange:
         """From the cheapest kept backbone alone to the base MAS, on validation, each axis over its own
         span (Tok often spans 100x more than Lat): the low end of the range is that backbone alone."""
-        key = id(experiment)
-        if key not in self._ranges:
+        self._focus(experiment)
+        if self._range is None:
             val = experiment.splits.val
-            base = experiment.measure([base_mas(experiment)] * len(val), val)
+            base = measure(experiment, [base_mas(experiment)] * len(val), val)
             context = experiment.context
             cheapest = context.backbone_names[int(context.backbone_tok_cost.argmin())]
-            alone = experiment.measure([MAS.single(experiment.roles.decision.name, cheapest)] * len(val), val)
+            alone = measure(experiment, [MAS.single(experiment.roles.decision.name, cheapest)] * len(val), val)
             tok_ratio, lat_ratio = (max(base.tok / alone.tok, 2.0), max(base.lat / alone.lat, 2.0))
             ratio = max(MIN_RATIO, tok_ratio, lat_ratio)
             exponents = (math.log(tok_ratio) / math.log(ratio), math.log(lat_ratio) / math.log(ratio))
-            self._ranges[key] = BudgetRange(Budget(base.tok, base.lat), ratio, GRID_STEPS, exponents=exponents)
-        return self._ranges[key]
+            self._range = BudgetRange(Budget(base.tok, base.lat), ratio, GRID_STEPS, exponents=exponents)
+        return self._range
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
         try:
             scale = float(setting.removeprefix("scale="))
         except ValueError:
             raise AgentBalanceError(f"not an agentbalance setting: {setting!r} (expected scale=NUMBER)") from None
-        controller, budget_range = self._controller(experiment)
-        scale = min(1.0, max(scale, 1 / budget_range.ratio))  # a setting rounded just below the range
-        served, delta = budget_range.serve(budget_range.at(scale))
+        controller = self._controller(experiment)
+        assert controller.budget_range is not None
+        budget_range = controller.budget_range
+        budget = budget_range.at(min(1.0, max(scale, 1 / budget_range.ratio)))  # a setting rounded just below
 
         def construct(queries: Sequence[Query]) -> list[MAS]:
-            condition = budget_condition(served, len(queries))
-            return controller.construct(experiment.embed(queries), condition, [q.id for q in queries], delta=delta)
+            return controller.construct_embedded(experiment.embed(queries), [q.id for q in queries], budget)
 
         return construct
 
-    def _controller(self, experiment: Experiment) -> tuple[Controller, BudgetRange]:
-        key = id(experiment)
-        if key not in self._trained:
-            budget_range = self._range(experiment)
-            if self.ablation == "random-pools":
-                experiment = _with_random_pools(experiment)
+    def _focus(self, experiment: Experiment) -> None:
+        if experiment is not self._experiment:
+            self._experiment, self._range, self._trained = experiment, None, None
+
+    def _controller(self, experiment: Experiment) -> TrainedController:
+        budget_range = self._budget_range(experiment)
+        if self._trained is None:
+            trained_on = _with_random_pools(experiment) if self.ablation == "random-pools" else experiment
             spec = BuildSpec(
                 budget=budget_range.loosest,
                 budget_range=budget_range,
-                train=experiment.train_config,
+                train=self.train,
                 controller=ControllerConfig(ablation=self.ablation if self.ablation != "random-pools" else None),
                 restarts=self.restarts,
             )
-            controller, _, result = train_on(experiment, spec)
+            controller, _, result = train_on(trained_on, spec)
             assert result.budget_range is not None
-            self._trained[key] = (controller, result.budget_range)
-        return self._trained[key]
+            self._trained = TrainedController(
+                controller, experiment.roles, result.budget_range.loosest, result.budget_range, experiment.encoder
+            )
+        return self._trained
 
 
 def _with_random_pools(experiment: Experiment) -> Experiment:

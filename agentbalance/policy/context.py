@@ -31,11 +31,6 @@ class ControllerCatalogs:
     described: Catalog
     pooled: Catalog
 
-    @classmethod
-    def of_world(cls, world: Any) -> ControllerCatalogs:
-        calibrated = getattr(world, "calibrated_catalog", None)
-        return cls(world.catalog, calibrated() if callable(calibrated) else world.catalog)
-
     def to_json(self) -> dict[str, Any]:
         return {"described": self.described.to_json(), "pooled": self.pooled.to_json()}
 

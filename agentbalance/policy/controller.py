@@ -15,6 +15,7 @@ from torch import nn
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
+from agentbalance.policy.condition import CONDITION_DIM
 from agentbalance.policy.context import ControllerContext
 from agentbalance.policy.difficulty import DifficultyEstimator
 from agentbalance.policy.gating import AgentGating
@@ -23,7 +24,6 @@ from agentbalance.policy.representation import AgentRepresentation
 from agentbalance.policy.selection import PoolSelection
 from agentbalance.policy.topology import LatencyAwareTopology, TopologyChoice, dense_topology
 
-CONDITION_DIM = 2  # log budgets (Tok, Lat) for budget-conditioned control; zeros otherwise
 # the paper's Table 3 variants, each replacing one learned stage (random-pools acts on the pools instead)
 ABLATIONS = ("random-pools", "random-selection", "random-matching", "role-only", "no-gating", "dense-topology")
 

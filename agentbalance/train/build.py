@@ -6,6 +6,7 @@ Everything a later `run`/`evaluate` needs is written to the run folder; nothing 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -15,49 +16,33 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentbalance.catalog import Catalog
-from agentbalance.encoders import TextEncoder
-from agentbalance.errors import AgentBalanceError
-from agentbalance.experiment import Experiment
-from agentbalance.files import atomic_write
+from agentbalance.budgets import Budget, BudgetRange
+from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
-from agentbalance.policy.context import ControllerCatalogs, ControllerContext
 from agentbalance.policy.controller import Controller, ControllerConfig
-from agentbalance.pooling import build_pools
-from agentbalance.query import Query
-from agentbalance.roles import Role, RoleSet
-from agentbalance.tasks.base import Task
-from agentbalance.tasks.registry import load_task
-from agentbalance.train.budgets import Budget, BudgetRange
-from agentbalance.train.checkpoints import RestartCheckpoints, build_fingerprint
-from agentbalance.train.data import Splits, task_splits, world_splits
-from agentbalance.train.reinforce import TrainConfig, Trainer, TrainResult, evaluation_json
-from agentbalance.worlds import LiveOptions, open_world
-
-CHECKPOINT_VERSION = 1
+from agentbalance.roles import RoleSet
+from agentbalance.splits import Splits
+from agentbalance.train.checkpoints import RestartCheckpoints
+from agentbalance.train.reinforce import TrainConfig, Trainer, TrainResult
+from agentbalance.train.run_folder import save_run
 
 
 @dataclass(frozen=True)
 class BuildSpec:
-    """What the user asked for."""
+    """What the user asked for: the experiment to stand on, and how to train on it."""
 
-    world: str = "sim"
-    catalog: str | None = None
-    roles: str | None = None
+    experiment: ExperimentSpec = field(default_factory=ExperimentSpec)
     budget: Budget = field(default_factory=Budget)
-    sizes: tuple[int, int, int] = (600, 200, 400)
     train: TrainConfig = field(default_factory=TrainConfig)
     controller: ControllerConfig = field(default_factory=ControllerConfig)
-    pools: int | None = None
-    task: str | None = None  # take the questions from a task (its loader and scorer) instead of the world's
-    data: str | None = None
-    limit: int | None = None
-    live: LiveOptions | None = None
     restarts: int = 3  # independent training runs; the best on validation is kept
     anchored: bool = True  # the first restart starts from the best single backbone that fits (Trainer.anchor)
     budget_range: BudgetRange | None = None  # budget-conditioned: one controller for every budget of the range
+
+    @property
+    def seed(self) -> int:
+        return self.experiment.seed
 
 
 @dataclass
@@ -72,40 +57,6 @@ class Built:
     restored: list[int] = field(default_factory=list)  # restarts resumed from checkpoints of a killed build
 
 
-def embed_queries(encoder: TextEncoder, queries: list[Query]) -> dict[str, torch.Tensor]:
-    """Query embeddings by id (the controller sees the rendered question and choices, nothing else)."""
-    vectors = encoder.encode([q.render() for q in queries])
-    return {q.id: torch.from_numpy(v.copy()) for q, v in zip(queries, vectors, strict=True)}
-
-
-def resolve_world(spec: BuildSpec) -> tuple[Any, ControllerCatalogs, RoleSet, Task | None]:
-    """The world, the catalogs the controller sees, the role library, and the task if one is named."""
-    task = load_task(spec.task, spec.data, spec.limit, spec.train.seed) if spec.task else None
-    live = spec.live or LiveOptions()
-    if task is not None:
-        live = dataclasses.replace(live, parse=task.parse)
-    catalog = Catalog.load(spec.catalog) if spec.catalog else None
-    world = open_world(spec.world, catalog, seed=spec.train.seed, live=live)
-    if not hasattr(world, "answer") and task is None:
-        raise AgentBalanceError(
-            f"training in the {spec.world!r} world needs --task NAME: its scorer grades the answers"
-        )
-    default_roles = getattr(world, "default_roles", None) or (task_roles(task) if task else "mixed")
-    return world, ControllerCatalogs.of_world(world), RoleSet.load(spec.roles or default_roles), task
-
-
-def task_roles(task: Task) -> str:
-    """The shipped role library of a task's domain."""
-    return task.domain if task.domain in ("general", "math", "code") else "mixed"
-
-
-def spec_splits(spec: BuildSpec, world: Any, task: Task | None) -> Splits:
-    """The task's items split by hash when a task is named, else the world's own fixed splits."""
-    if task is not None:
-        return task_splits(list(task.items()), spec.sizes, spec.train.seed)
-    return world_splits(world, spec.sizes, seed=spec.train.seed)
-
-
 def build(
     spec: BuildSpec,
     out: Path,
@@ -115,13 +66,17 @@ def build(
 ) -> Built:
     """Open the experiment, train on it, save the run folder (resuming from its restart checkpoints)."""
     with one_torch_thread():
-        torch.manual_seed(spec.train.seed)
+        torch.manual_seed(spec.seed)
         started = time.perf_counter()
-        experiment = Experiment.open(spec, roles, on_stage)
+        experiment = Experiment.open(spec.experiment, roles, on_stage)
         checkpoints = RestartCheckpoints(out / "checkpoints", build_fingerprint(spec))
         controller, trainer, result = train_on(experiment, spec, on_stage, on_epoch, checkpoints)
         seconds = time.perf_counter() - started
-        save_run(out, controller, spec, experiment.catalogs, experiment.pools.pools, result, experiment.roles, seconds)
+        config, metrics = run_documents(controller, spec, experiment, result, seconds)
+        save_run(out, controller, config, metrics)
+    from agentbalance.plots import plot_training
+
+    plot_training(result.history, spec.budget, out / "training.png")
     return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored)
 
 
@@ -153,8 +108,7 @@ def train_on(
     best: tuple[Controller, Trainer, TrainResult] | None = None
     margin = 0.0  # the anchored first restart's: every trained policy must beat the anchored start by it
     for restart in range(spec.restarts):
-        torch.manual_seed(spec.train.seed + 1000 * restart)
-        config = dataclasses.replace(spec.train, seed=spec.train.seed + restart)
+        torch.manual_seed(spec.seed + 1000 * restart)
         controller = Controller(experiment.context, spec.controller)
         trainer = Trainer(
             controller,
@@ -162,9 +116,10 @@ def train_on(
             experiment.roles,
             experiment.embeddings,
             spec.budget,
-            config,
+            spec.train,
             experiment.grader,
             spec.budget_range,
+            seed=spec.seed + restart,
         )
         offset = restart * spec.train.epochs
         saved = checkpoints.load(restart) if checkpoints is not None else None
@@ -207,196 +162,48 @@ def describe_template(mas: MAS) -> str:
     return f"{backbones} alone" if len(mas) == 1 else f"{len(mas)} agents of depth {mas.depth()} on {backbones}"
 
 
-def save_run(
-    out: Path,
-    controller: Controller,
-    spec: BuildSpec,
-    catalogs: ControllerCatalogs,
-    pools: list[list[str]],
-    result: TrainResult,
-    roles: RoleSet,
-    seconds: float,
-) -> None:
-    """controller.pt, config.json, metrics.json and training.png; written to temporary names, then renamed."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        config = {
-            "version": CHECKPOINT_VERSION,
-            "world": spec.world,
-            "catalog": spec.catalog,
-            "roles": roles.source,
-            "role_names": list(roles.names),
-            # the library itself, so the run folder works on another machine or after the file changed
-            "role_library": {"domain": roles.domain, "roles": [role.model_dump(mode="json") for role in roles]},
-            # the backbones as trained on, so loading rebuilds the same pools and features without the world
-            "catalogs": catalogs.to_json(),
-            "pools": pools,
-            "pool_count": len(pools),
-            "budget": dataclasses.asdict(spec.budget),
-            "controller": dataclasses.asdict(controller.config),  # delta as calibrated on validation
-            "train": dataclasses.asdict(spec.train),
-            "sizes": list(spec.sizes),
-            "task": {"name": spec.task, "data": spec.data, "limit": spec.limit} if spec.task else None,
-            "lambdas": result.lambdas,
-            "budget_range": result.budget_range.to_json() if result.budget_range is not None else None,
-        }
-        metrics = {
-            "feasible": result.feasible,
-            "val": evaluation_json(result.val),
-            "test": evaluation_json(result.test),
-            "cheapest": evaluation_json(result.cheapest),
-            "difficulty_estimator_test": result.difficulty,
-            "budget_points": result.points,
-            "history": result.history,
-            "seconds": round(seconds, 1),
-        }
-        atomic_write(out / "config.json", json.dumps(config, indent=2))
-        atomic_write(out / "metrics.json", json.dumps(metrics, indent=2))
-        temporary = out / "controller.pt.tmp"
-        torch.save(controller.state_dict(), temporary)
-        temporary.replace(out / "controller.pt")
-    except OSError as error:
-        raise AgentBalanceError(f"cannot write the run folder {out}: {error}") from None
-    from agentbalance.plots import plot_training
-
-    plot_training(result.history, spec.budget, out / "training.png")
+def run_documents(
+    controller: Controller, spec: BuildSpec, experiment: Experiment, result: TrainResult, seconds: float
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """config.json (what loading the controller needs, see `RunConfig`) and metrics.json of a build."""
+    roles, task = experiment.roles, spec.experiment
+    config = {
+        "world": task.world,
+        "catalog": task.catalog,
+        "roles": roles.source,
+        "role_names": list(roles.names),
+        # the library itself, so the run folder works on another machine or after the file changed
+        "role_library": {"domain": roles.domain, "roles": [role.model_dump(mode="json") for role in roles]},
+        # the backbones as trained on, so loading rebuilds the same pools and features without the world
+        "catalogs": experiment.catalogs.to_json(),
+        "pools": experiment.pools.pools,
+        "pool_count": len(experiment.pools.pools),
+        "budget": dataclasses.asdict(spec.budget),
+        "controller": dataclasses.asdict(controller.config),  # delta as calibrated on validation
+        "train": dataclasses.asdict(spec.train),
+        "seed": spec.seed,
+        "sizes": list(task.sizes),
+        "task": {"name": task.task, "data": task.data, "limit": task.limit} if task.task else None,
+        "lambdas": result.lambdas,
+        "budget_range": result.budget_range.to_json() if result.budget_range is not None else None,
+    }
+    metrics = {
+        "feasible": result.feasible,
+        "val": result.val.to_json(),
+        "test": result.test.to_json(),
+        "cheapest": result.cheapest.to_json(),
+        "difficulty_estimator_test": result.difficulty,
+        "budget_points": result.points,
+        "history": result.history,
+        "seconds": round(seconds, 1),
+    }
+    return config, metrics
 
 
-def read_run_config(folder: Path) -> dict[str, Any]:
-    """The config.json of a run folder, checked for its version."""
-    config_path = folder / "config.json"
-    if not config_path.is_file():
-        raise AgentBalanceError(f"{folder} is not a run folder of `agentbalance build` (no config.json)")
-    try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise AgentBalanceError(f"{config_path}: unreadable run configuration: {error}") from None
-    if not isinstance(config, dict) or config.get("version") != CHECKPOINT_VERSION:
-        found = config.get("version") if isinstance(config, dict) else None
-        raise AgentBalanceError(
-            f"{folder}: checkpoint version {found!r} is not supported by this agentbalance "
-            f"(expects {CHECKPOINT_VERSION}); rebuild it with `agentbalance build`"
-        )
-    try:
-        _RunConfig.model_validate(config)
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()[:6])
-        raise AgentBalanceError(f"{config_path}: the run configuration is damaged ({problems})") from None
-    return config
-
-
-class _RunConfig(BaseModel):
-    """The keys of config.json that loading a controller relies on, with their types."""
-
-    model_config = ConfigDict(extra="allow")
-
-    version: int
-    world: str
-    catalog: str | None
-    roles: str | None
-    role_names: list[str]
-    pools: list[list[str]]
-    pool_count: int = Field(ge=1)
-    budget: dict[str, float | None]
-    controller: dict[str, Any]
-    train: dict[str, Any]
-    sizes: list[int]
-    budget_range: dict[str, Any] | None = None
-
-
-def run_roles(folder: Path, config: dict[str, Any]) -> RoleSet:
-    """The role library a run was trained with, as saved in its config.json."""
-    library = config.get("role_library")
-    if not isinstance(library, dict):
-        return RoleSet.load(config["roles"])
-    try:
-        roles = [Role.model_validate(role) for role in library["roles"]]
-    except (KeyError, TypeError, ValidationError) as error:
-        raise AgentBalanceError(f"{folder / 'config.json'}: the saved role library is damaged: {error}") from None
-    return RoleSet(roles, library.get("domain"), source=str(folder / "config.json"))
-
-
-def serving_budget(config: dict[str, Any], budget: Budget | None) -> tuple[Budget, float | None]:
-    """The condition budget and difficulty offset a saved controller builds with for the user's budget
-    (None: the budget it was built for). Only a budget-conditioned controller adapts to another budget."""
-    saved = config.get("budget_range")
-    trained = Budget(**config["budget"])
-    if saved is None:
-        if budget is not None and budget != trained:
-            raise AgentBalanceError(
-                f"this controller was trained for one budget ({trained.describe()}); to choose the budget at "
-                "inference, build it with --budget-conditioned"
-            )
-        return trained, None
-    try:
-        budget_range = BudgetRange.from_json(saved)
-    except (KeyError, TypeError, ValueError, AssertionError) as error:
-        raise AgentBalanceError(f"the run's budget range is damaged: {error}") from None
-    return budget_range.serve(budget)
-
-
-def run_seed(config: dict[str, Any]) -> int:
-    """The seed a run was built with: it also drew the world's split, so its test split is this seed's."""
-    return int(config["train"].get("seed", 0))
-
-
-def run_catalogs(folder: Path, config: dict[str, Any]) -> ControllerCatalogs:
-    """The catalogs a run was trained on: saved in its config.json (runs of older versions re-derive
-    them from the world they name, with the run's own seed)."""
-    saved = config.get("catalogs")
-    source = str(folder / "config.json")
-    if isinstance(saved, dict):
-        return ControllerCatalogs(
-            Catalog.from_json(saved.get("described"), f"{source} (catalogs.described)"),
-            Catalog.from_json(saved.get("pooled"), f"{source} (catalogs.pooled)"),
-        )
-    named = Catalog.load(config["catalog"]) if config["catalog"] else None
-    if str(config["world"]).startswith("replay:"):  # its pools come from the recording's accuracies
-        return ControllerCatalogs.of_world(open_world(config["world"], named, seed=run_seed(config)))
-    catalog = named or Catalog.load()
-    return ControllerCatalogs(catalog, catalog)
-
-
-def load_controller(
-    folder: Path,
-    catalogs: ControllerCatalogs | None = None,
-    roles: RoleSet | None = None,
-    encoder: TextEncoder | None = None,
-) -> tuple[Controller, dict[str, Any]]:
-    """A saved controller with the pools and backbone features it was trained on. Over `catalogs` with
-    other backbones (inductive use), the pools and features are built afresh from them; catalogs with the
-    run's backbones (the same world, say with another seed or today's prices) keep the trained ones."""
-    config = read_run_config(folder)
-    roles = roles or run_roles(folder, config)
-    if list(roles.names) != config["role_names"]:
-        raise AgentBalanceError(
-            f"{folder}: the controller was trained on roles {config['role_names']}, not {list(roles.names)}"
-        )
-    trained = run_catalogs(folder, config)
-    if catalogs is None or set(catalogs.described.names) == set(trained.described.names):
-        catalogs = trained
-    pools = build_pools(catalogs.pooled, k=config["pool_count"], seed=config["train"]["seed"])
-    if catalogs is trained and pools.pools != config["pools"]:
-        raise AgentBalanceError(
-            f"{folder}: its saved catalogs no longer give the pools it was trained with; rebuild it with "
-            "`agentbalance build`"
-        )
-    context = ControllerContext.build(catalogs.described, pools, roles, encoder or TextEncoder())
-    try:
-        controller_config = ControllerConfig(**config["controller"])
-    except TypeError as error:
-        raise AgentBalanceError(
-            f"{folder / 'config.json'}: the saved controller settings are damaged: {error}"
-        ) from None
-    controller = Controller(context, controller_config)
-    try:
-        state = torch.load(folder / "controller.pt", map_location="cpu", weights_only=True)
-        controller.load_state_dict(state)
-    except Exception as error:  # a damaged file can fail torch.load in any way: each means "damaged"
-        detail = (str(error).splitlines() or [type(error).__name__])[0][:160]
-        raise AgentBalanceError(
-            f"{folder / 'controller.pt'}: cannot load the controller (damaged, or not a checkpoint of "
-            f"agentbalance build): {detail}"
-        ) from None
-    controller.eval()
-    return controller, config
+def build_fingerprint(spec: BuildSpec) -> str:
+    """A digest of every option that changes what a build trains (not how calls are transported)."""
+    live = spec.experiment.live
+    untransported = dataclasses.replace(spec, experiment=dataclasses.replace(spec.experiment, live=None))
+    options = dataclasses.asdict(untransported)
+    options["live_base_url"] = live.base_url if live is not None else None
+    return hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()

@@ -77,10 +77,3 @@ class RestartCheckpoints:
         self.restored.append(restart)
         return checkpoint
 
-
-def build_fingerprint(spec: object) -> str:
-    """A digest of every option that changes what a build trains (not how calls are transported)."""
-    options = dataclasses.asdict(dataclasses.replace(spec, live=None))  # type: ignore[type-var]
-    live = getattr(spec, "live", None)
-    options["live_base_url"] = getattr(live, "base_url", None)
-    return hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()

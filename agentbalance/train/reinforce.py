@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -17,32 +15,39 @@ from typing import Any
 import numpy as np
 import torch
 
+from agentbalance.budgets import Budget, BudgetRange
+from agentbalance.evaluation.measure import CONFIDENCE_Z, Evaluation, summarise
 from agentbalance.mas import MAS
+from agentbalance.policy.condition import budget_condition, conditions
 from agentbalance.policy.controller import Controller, Decisions
 from agentbalance.policy.difficulty import pretrain_difficulty
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import Outcome, SyncWorld, execute
 from agentbalance.templates import topology_mas
-from agentbalance.train.budgets import Budget, BudgetRange, budget_condition, conditions
+from agentbalance.train.policy_gradient import (
+    Penalty,
+    PolicyGradientConfig,
+    epoch_batches,
+    mean_reward,
+    optimiser_step,
+    policy_gradient_loss,
+)
 
 # the templates an anchored start may imitate besides a backbone alone: those the controller can construct
 ANCHOR_TOPOLOGIES = ("chain", "star", "layered")
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(PolicyGradientConfig):
     """Knobs of training; the defaults finish `build` on the simulated world in a few minutes on 2 cores."""
 
     epochs: int = 25
-    batch_queries: int = 32
     samples_per_query: int = 6
-    learning_rate: float = 1e-2
-    entropy_bonus: float = 0.01
     length_penalty: float = 0.02  # lambda_len on L_max
     dual_step: float = 0.3  # step of the dual ascent on the dimensionless penalties kappa
     initial_kappa: float = 0.3  # lambda = kappa / budget: a penalty of kappa at exactly the budget
-    confidence_z: float = 1.64  # the safety margin: one-sided 95% upper bound of the validation mean
+    confidence_z: float = CONFIDENCE_Z  # the safety margin: one-sided 95% upper bound of the validation mean
     lambda_tok: float | None = None  # fixed lambdas (the paper's mode): no dual ascent on that axis
     lambda_lat: float | None = None
     pretrain_steps: int = 400
@@ -53,40 +58,6 @@ class TrainConfig:
     slack_z: float = 1.0  # delta spends the budget: the most generous one within this many SEs of the best Perf
     anchor_weight: float = 0.1  # weight of imitating the anchored start during REINFORCE (0: none)
     difficulty_lr_scale: float = 0.1  # the difficulty head's end-to-end learning rate, relative
-    seed: int = 0
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """Greedy construction + execution on a split: the means and upper bounds, and what was built."""
-
-    perf: float
-    tok: float  # USD per 100 queries
-    lat: float  # seconds per query
-    tok_upper: float
-    lat_upper: float
-    n: int
-    pools: dict[str, int] = field(default_factory=dict)
-    agent_counts: dict[str, int] = field(default_factory=dict)
-    depths: dict[str, int] = field(default_factory=dict)
-    backbones: dict[str, int] = field(default_factory=dict)
-
-    def meets(self, budget: Budget, upper: bool = True) -> bool:
-        tok, lat = (self.tok_upper, self.lat_upper) if upper else (self.tok, self.lat)
-        return (budget.tok is None or tok <= budget.tok) and (budget.lat is None or lat <= budget.lat)
-
-    def perf_standard_error(self) -> float:
-        """The standard error of Perf, a mean of n right-or-wrong answers."""
-        return math.sqrt(self.perf * (1 - self.perf) / max(self.n, 1))
-
-    def excess(self, budget: Budget) -> float:
-        """How far above the budget the upper bounds are (0 when within), relative to the budget."""
-        over = [0.0]
-        if budget.tok is not None:
-            over.append(self.tok_upper / budget.tok - 1)
-        if budget.lat is not None:
-            over.append(self.lat_upper / budget.lat - 1)
-        return max(over)
 
 
 @dataclass
@@ -207,7 +178,9 @@ class Trainer:
         config: TrainConfig | None = None,
         grader: Callable[[Query, str | None], bool | None] | None = None,
         budget_range: BudgetRange | None = None,
+        seed: int = 0,
     ) -> None:
+        self.seed = seed  # of this training run's own draws (batches, imitation rows)
         self.grader = grader  # the task's scorer, for worlds that do not grade (live)
         self.controller = controller
         self.world = world
@@ -257,10 +230,7 @@ class Trainer:
         names = self.controller.context.backbone_names
         singles = [MAS.single(decision.name, n) for n in names]
         outcomes = self.execute([(single, query) for query in queries for single in singles])
-        return [
-            sum(o.correct for o in outcomes[i * len(names) : (i + 1) * len(names)]) / len(names)
-            for i in range(len(queries))
-        ]
+        return [solve_rate(outcomes[i * len(names) : (i + 1) * len(names)]) for i in range(len(queries))]
 
     def pretrain_difficulty(self, queries: Sequence[Query]) -> float:
         """Label each training item by the fraction of the pool backbones that solve it alone."""
@@ -334,7 +304,7 @@ class Trainer:
         training query. The difficulty head stays frozen: its ranking is what delta calibration later
         spends the budget with."""
         c = self.config
-        generator = np.random.default_rng(c.seed)
+        generator = np.random.default_rng(self.seed)
         parameters = [p for n, p in self.controller.named_parameters() if not n.startswith("difficulty.")]
         optimiser = torch.optim.Adam(parameters, lr=c.anchor_learning_rate)
         for _ in range(c.anchor_steps):
@@ -356,7 +326,7 @@ class Trainer:
         on_epoch: Callable[[int, dict[str, float]], None] | None = None,
     ) -> TrainResult:
         c = self.config
-        generator = np.random.default_rng(c.seed)
+        generator = np.random.default_rng(self.seed)
         optimiser = torch.optim.Adam(
             [
                 {"params": [p for n, p in self.controller.named_parameters() if not n.startswith("difficulty.")]},
@@ -372,11 +342,9 @@ class Trainer:
         history: list[dict[str, float]] = []
         snapshots: list[_Snapshot] = []  # every epoch's weights and validation results: candidates to calibrate
         for epoch in range(c.epochs):
-            order = generator.permutation(len(train))
             rewards = []
-            for start in range(0, len(train), c.batch_queries):
-                batch = [train[i] for i in order[start : start + c.batch_queries]]
-                rewards.append(self._step(batch, optimiser, generator))
+            for rows in epoch_batches(len(train), c.batch_queries, generator):
+                rewards.append(self._step([train[i] for i in rows], optimiser, generator))
             evaluations = [self.evaluate(val, target) for target in range(len(self.targets))]
             val_eval = evaluations[-1]
             lambda_tok, lambda_lat = self.lambdas()
@@ -555,10 +523,8 @@ class Trainer:
         lambdas = [self.lambdas(t) for t in range(len(self.targets))]
         masses = self.controller.to_masses(step.decisions)
         outcomes = self.execute([(mas, batch[index // samples]) for index, mas in enumerate(masses)])
-        rewards = [
-            float(o.correct) - lambdas[t][0] * 100 * o.cost_usd - lambdas[t][1] * o.latency_s
-            for o, t in zip(outcomes, rows, strict=True)
-        ]
+        penalties = [Penalty(*lambdas[t]) for t in range(len(self.targets))]
+        rewards = [penalties[t].reward(o) for o, t in zip(outcomes, rows, strict=True)]
         reward = torch.tensor(rewards, dtype=torch.float64).view(len(batch), samples)
         loss = (
             policy_gradient_loss(reward, step.log_prob, step.entropy, c.entropy_bonus, targets)
@@ -570,11 +536,8 @@ class Trainer:
             given = self.imitated.take(torch.as_tensor(targets))
             imitation = self.controller(query_embeddings, query_conditions, mode="given", given=given)
             loss = loss - c.anchor_weight * imitation.log_prob.mean()
-        optimiser.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.controller.parameters(), 5.0)
-        optimiser.step()
-        return float(reward.mean())
+        optimiser_step(optimiser, loss, list(self.controller.parameters()))
+        return mean_reward(reward)
 
     # ---- evaluation
 
@@ -612,37 +575,6 @@ class Trainer:
         return torch.stack([self.embeddings[q.id] for q in queries])
 
 
-def policy_gradient_loss(
-    reward: torch.Tensor,
-    log_prob: torch.Tensor,
-    entropy: torch.Tensor,
-    entropy_bonus: float,
-    groups: Sequence[int] | None = None,
-) -> torch.Tensor:
-    """REINFORCE with the mean reward of the other samples of the same query as baseline.
-
-    `reward` is [queries, samples]; `log_prob` and `entropy` are flat, query-major. Advantages are
-    normalised, so a step has the same size whatever the scale of the cost penalties; with `groups`
-    (one label per query: its target budget) each group is normalised on its own, so queries trained
-    under a tight budget, whose penalties are large, do not drown the signal of the loose ones.
-    """
-    tolerance = 16 * torch.finfo(reward.dtype).eps  # rounding error of the mean, at the rewards' precision
-    reward = reward.double()
-    advantage = reward - reward.mean(dim=1, keepdim=True)
-    # samples that scored the same carry no signal: their difference from the mean is rounding error,
-    # which normalisation would blow up into a full-size step in a random direction (and Adam, whatever
-    # the gradient's size, takes it at full speed)
-    advantage[advantage.abs() <= tolerance * (1.0 + reward.abs())] = 0.0
-    labels = torch.as_tensor(list(groups) if groups is not None else [0] * len(reward))
-    for label in labels.unique():
-        rows = labels == label
-        group = advantage[rows]
-        spread = group.std() if group.numel() > 1 else group.new_tensor(0.0)
-        if spread > 0:  # a group with no spread stays zero
-            advantage[rows] = group / (spread + 1e-6)
-    return -(advantage.reshape(-1).to(log_prob.dtype) * log_prob).mean() - entropy_bonus * entropy.mean()
-
-
 def policy_outcomes(
     controller: Controller,
     world: SyncWorld,
@@ -661,28 +593,10 @@ def policy_outcomes(
     return masses, execute(world, roles, list(zip(masses, queries, strict=True)), grader)
 
 
-def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> Evaluation:
-    """Means, one-sided upper bounds and the distribution of what was built."""
-    n = len(outcomes)
-    tok = np.array([100 * o.cost_usd for o in outcomes])
-    lat = np.array([o.latency_s for o in outcomes])
-
-    def upper(values: np.ndarray) -> float:
-        return float(values.mean() + z * values.std(ddof=1) / math.sqrt(n)) if n > 1 else float(values.mean())
-
-    backbones: Counter[str] = Counter(agent.backbone for mas in masses for agent in mas.agents)
-    return Evaluation(
-        perf=float(np.mean([o.correct for o in outcomes])),
-        tok=float(tok.mean()),
-        lat=float(lat.mean()),
-        tok_upper=upper(tok),
-        lat_upper=upper(lat),
-        n=n,
-        pools=_counts(str(mas.pool) for mas in masses),
-        agent_counts=_counts(str(len(mas)) for mas in masses),
-        depths=_counts(str(mas.depth()) for mas in masses),
-        backbones=dict(backbones.most_common()),
-    )
+def solve_rate(outcomes: Sequence[Outcome]) -> float:
+    """The fraction of graded runs that are right (0.5, no information, when none could be graded)."""
+    graded = [o.correct for o in outcomes if o.correct is not None]
+    return sum(graded) / len(graded) if graded else 0.5
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -692,11 +606,3 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
     import pandas as pd
 
     return float(pd.Series(a).rank().corr(pd.Series(b).rank()))
-
-
-def _counts(values: object) -> dict[str, int]:
-    return dict(sorted(Counter(values).items()))  # type: ignore[arg-type]
-
-
-def evaluation_json(evaluation: Evaluation) -> dict[str, object]:
-    return asdict(evaluation)

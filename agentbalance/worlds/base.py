@@ -105,6 +105,40 @@ class World(Protocol):
         ...
 
 
+@runtime_checkable
+class SyncWorld(World, Protocol):
+    """A world whose calls are pure CPU (simulated, replay): `answer` needs no event loop, so training
+    rolls MAS out inline."""
+
+    def answer(self, call: AgentCall) -> Completion: ...
+
+
+@runtime_checkable
+class RecordedWorld(Protocol):
+    """A world of recorded questions (replay): fixed splits, questions looked up by id, backbone features
+    calibrated on its training split, and the role library of its kind of task."""
+
+    default_roles: str
+
+    def queries(self, name: str) -> list[Query]:
+        """The questions of split `name` (train | val | test), in the world's fixed (hash) order."""
+        ...
+
+    def resolve_query(self, query: Query) -> Query:
+        """The recorded question of `query.id` (a query file may give only ids)."""
+        ...
+
+    def calibrated_catalog(self) -> Catalog:
+        """The catalog with scores measured on the training split (what pools and features use)."""
+        ...
+
+
+def pooled_catalog(world: World) -> Catalog:
+    """The catalog a world's pools and backbone features come from: calibrated on the recorded training
+    split in a replay world, the world's own catalog elsewhere."""
+    return world.calibrated_catalog() if isinstance(world, RecordedWorld) else world.catalog
+
+
 CHARS_PER_TOKEN = 4  # the usual English estimate, used only where no API reports usage
 MESSAGE_OVERHEAD_TOKENS = 4  # chat-format tokens per message
 

@@ -235,8 +235,10 @@ def expert_role(roles: RoleSet) -> str:
 
 
 def single_backbone_outcomes(experiment: Experiment, queries: Sequence[Query]) -> np.ndarray:
-    """[queries, kept backbones] whether each kept backbone alone (as the decision role) answers each query right."""
+    """[items, kept backbones] whether each kept backbone alone (as the decision role) answers each query right,
+    over the queries where every backbone's answer could be graded (the others tell nothing of who is right)."""
     decision = experiment.roles.decision.name
     singles = [MAS.single(decision, name) for name in experiment.kept]
     outcomes = experiment.execute([(single, query) for query in queries for single in singles])
-    return np.array([o.correct for o in outcomes], dtype=bool).reshape(len(queries), len(singles))
+    grades = np.array([o.correct for o in outcomes], dtype=object).reshape(len(queries), len(singles))
+    return grades[(grades != None).all(axis=1)].astype(bool)  # noqa: E711 (element-wise comparison)

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import torch
-from torch import nn
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.query import Query
-from agentbalance.runtime.rollout import Outcome
-from agentbalance.train.reinforce import policy_gradient_loss
+from agentbalance.train.policy_gradient import (
+    Penalty,
+    PolicyGradientConfig,
+    epoch_batches,
+    optimiser_step,
+    policy_gradient_loss,
+)
 
 Constructor = Callable[[Sequence[Query]], list[MAS]]  # one MAS per query, from the query text only
 
@@ -34,17 +37,6 @@ class Method(Protocol):
     def settings(self, experiment: Experiment, points: int) -> list[str]: ...
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor: ...
-
-
-@dataclass(frozen=True)
-class Penalty:
-    """The reward's cost terms: R = correct - lambda_tok * Tok - lambda_lat * Lat (Tok: USD per 100 queries)."""
-
-    lambda_tok: float
-    lambda_lat: float
-
-    def reward(self, outcome: Outcome) -> float:
-        return float(outcome.correct) - self.lambda_tok * 100 * outcome.cost_usd - self.lambda_lat * outcome.latency_s
 
 
 def penalty_grid(experiment: Experiment, points: int) -> list[str]:
@@ -111,17 +103,6 @@ class SampledPolicy(Protocol):
     def greedy(self, embeddings: torch.Tensor) -> list[MAS]: ...
 
 
-@dataclass(frozen=True)
-class PolicyGradientConfig:
-    """The training budget every learned baseline gets (the same order as agentbalance's)."""
-
-    epochs: int = 12
-    batch_queries: int = 32
-    samples_per_query: int = 4
-    learning_rate: float = 1e-2
-    entropy_bonus: float = 0.01
-
-
 def train_sampled_policy(
     policy: SampledPolicy,
     experiment: Experiment,
@@ -142,9 +123,8 @@ def train_sampled_policy(
     train = experiment.splits.train
     samples = config.samples_per_query
     for _epoch in range(config.epochs if optimiser is not None else 0):
-        order = generator.permutation(len(train))
-        for start in range(0, len(train), config.batch_queries):
-            batch = [train[i] for i in order[start : start + config.batch_queries]]
+        for rows in epoch_batches(len(train), config.batch_queries, generator):
+            batch = [train[i] for i in rows]
             batch_penalty = penalty(generator) if callable(penalty) else penalty
             embeddings = experiment.embed(batch).repeat_interleave(samples, dim=0)
             masses, log_prob, entropy = policy.sample(embeddings)
@@ -156,10 +136,7 @@ def train_sampled_policy(
             reward = torch.tensor(rewards, dtype=torch.float64).view(len(batch), samples)
             loss = policy_gradient_loss(reward, log_prob, entropy, config.entropy_bonus)
             assert optimiser is not None
-            optimiser.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(parameters, 5.0)
-            optimiser.step()
+            optimiser_step(optimiser, loss, parameters)
 
     def construct(queries: Sequence[Query]) -> list[MAS]:
         with torch.no_grad():

@@ -17,10 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
 from agentbalance.errors import AgentBalanceError
-from agentbalance.policy.controller import CONDITION_DIM
 
 
 @dataclass(frozen=True)
@@ -41,23 +39,6 @@ class Budget:
             f"Lat {self.lat:.4g} s/query" if self.lat is not None else "",
         ]
         return ", ".join(p for p in parts if p) or "no budget"
-
-
-def budget_condition(budget: Budget, batch: int) -> torch.Tensor:
-    """The budget as the controller's condition input (log scale; 0 = no budget given)."""
-    return conditions([budget]).expand(batch, CONDITION_DIM)
-
-
-def conditions(budgets: Sequence[Budget]) -> torch.Tensor:
-    """One condition row per budget, [len(budgets), CONDITION_DIM]."""
-    rows = [
-        [
-            math.log(b.tok) if b.tok is not None else 0.0,
-            math.log(b.lat) / 4 if b.lat is not None else 0.0,
-        ]
-        for b in budgets
-    ]
-    return torch.tensor(rows, dtype=torch.float32)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,110 @@
+"""Measuring what a policy built on a split: Perf over the graded queries, mean Tok and Lat with their upper bounds.
+
+The one measuring module training, `TrainedController` and the sweeps share; it imports no sweep, no trainer
+and no `trained`, so every layer above can use it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from agentbalance.budgets import Budget
+from agentbalance.experiment import Experiment
+from agentbalance.mas import MAS
+from agentbalance.query import Query
+from agentbalance.runtime.rollout import Outcome
+
+CONFIDENCE_Z = 1.64  # the safety margin of every upper bound: one-sided 95% bound of a mean
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Greedy construction + execution on a split: the means and upper bounds, and what was built.
+
+    `perf` is the mean over the `n_graded` queries whose answer could be graded; `n` counts every query
+    (cost and latency are means over all of them: an ungraded query still costs)."""
+
+    perf: float
+    tok: float  # USD per 100 queries
+    lat: float  # seconds per query
+    tok_upper: float
+    lat_upper: float
+    n: int
+    pools: dict[str, int] = field(default_factory=dict)
+    agent_counts: dict[str, int] = field(default_factory=dict)
+    depths: dict[str, int] = field(default_factory=dict)
+    backbones: dict[str, int] = field(default_factory=dict)
+    n_graded: int | None = None  # None (older run folders): every query was graded
+
+    def __post_init__(self) -> None:
+        if self.n_graded is None:
+            object.__setattr__(self, "n_graded", self.n)
+
+    def meets(self, budget: Budget, upper: bool = True) -> bool:
+        tok, lat = (self.tok_upper, self.lat_upper) if upper else (self.tok, self.lat)
+        return (budget.tok is None or tok <= budget.tok) and (budget.lat is None or lat <= budget.lat)
+
+    def perf_standard_error(self) -> float:
+        """The standard error of Perf, a mean of n_graded right-or-wrong answers."""
+        return math.sqrt(self.perf * (1 - self.perf) / max(self.n_graded or 0, 1))
+
+    def excess(self, budget: Budget) -> float:
+        """How far above the budget the upper bounds are (0 when within), relative to the budget."""
+        over = [0.0]
+        if budget.tok is not None:
+            over.append(self.tok_upper / budget.tok - 1)
+        if budget.lat is not None:
+            over.append(self.lat_upper / budget.lat - 1)
+        return max(over)
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def graded_perf(outcomes: Iterable[Outcome]) -> tuple[float, int]:
+    """Perf as the mean over graded outcomes (an ungraded answer is neither right nor wrong), and their count."""
+    graded = [o.correct for o in outcomes if o.correct is not None]
+    return (float(np.mean(graded)) if graded else 0.0), len(graded)
+
+
+def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> Evaluation:
+    """Means, one-sided upper bounds and the distribution of what was built."""
+    n = len(outcomes)
+    tok = np.array([100 * o.cost_usd for o in outcomes])
+    lat = np.array([o.latency_s for o in outcomes])
+
+    def upper(values: np.ndarray) -> float:
+        return float(values.mean() + z * values.std(ddof=1) / math.sqrt(n)) if n > 1 else float(values.mean())
+
+    perf, n_graded = graded_perf(outcomes)
+    backbones: Counter[str] = Counter(agent.backbone for mas in masses for agent in mas.agents)
+    return Evaluation(
+        perf=perf,
+        tok=float(tok.mean()),
+        lat=float(lat.mean()),
+        tok_upper=upper(tok),
+        lat_upper=upper(lat),
+        n=n,
+        pools=_counts(str(mas.pool) for mas in masses),
+        agent_counts=_counts(str(len(mas)) for mas in masses),
+        depths=_counts(str(mas.depth()) for mas in masses),
+        backbones=dict(backbones.most_common()),
+        n_graded=n_graded,
+    )
+
+
+def _counts(values: Iterable[str]) -> dict[str, int]:
+    return dict(sorted(Counter(values).items()))
+
+
+def measure(
+    experiment: Experiment, masses: Sequence[MAS], queries: Sequence[Query], z: float = CONFIDENCE_Z
+) -> Evaluation:
+    """Run one MAS per query in the experiment's world and summarise Perf / Tok / Lat with their upper bounds."""
+    outcomes = experiment.execute(list(zip(masses, queries, strict=True)))
+    return summarise(masses, outcomes, z)

@@ -1,0 +1,266 @@
+"""THE execution semantics of a MAS on one query, step by step, for every path that runs one.
+
+For each agent whose inputs are done it says "run" (with the call to make) or "skip, with this reason"
+before any call is made; it folds each finished agent in; at the end it gives the modelled schedule and
+critical path, the final answer and its grading. The async runner, the training rollout and the AutoGen
+adapter all drive it, so they cannot disagree. It never calls a world and never decides the MAS.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from agentbalance.catalog import Catalog
+from agentbalance.errors import AgentBalanceError
+from agentbalance.mas import MAS
+from agentbalance.query import Query
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.trace import AgentTrace, Trace
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, Upstream
+
+Grader = Callable[[Query, str | None], bool | None]  # the task's scorer: None when it cannot grade
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Optional hard per-query caps: once reached, no new agent is launched."""
+
+    max_usd: float | None = None
+    max_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in (("max_usd", self.max_usd), ("max_seconds", self.max_seconds)):
+            # NaN would compare false everywhere and silently never cap; infinity is no cap: both are mistakes
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise AgentBalanceError(f"per-query cap {name} must be positive and finite, got {value}")
+
+    def reason(self, spent_usd: float, start_s: float) -> str | None:
+        """Why an agent that would start at `start_s` (modelled) after `spent_usd` may not launch, or None."""
+        if self.max_usd is not None and spent_usd >= self.max_usd:
+            return f"max_usd {self.max_usd:g} reached"
+        if self.max_seconds is not None and start_s >= self.max_seconds:
+            return f"max_seconds {self.max_seconds:g} reached"
+        return None
+
+
+NO_CAPS = Caps()
+
+
+@dataclass(frozen=True)
+class Skip:
+    """An agent that does not run: why, and the completion its successors receive instead (None: nothing)."""
+
+    reason: str
+    output: Completion | None = None
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """What one agent's turn produced: a completion, a failure (with what it still cost), or a skip."""
+
+    completion: Completion | None = None
+    error: str | None = None
+    skipped: str | None = None
+    failed_latency_s: float = 0.0
+    failed_cost_usd: float = 0.0
+    failed_prompt_tokens: int = 0
+
+    @classmethod
+    def failed(cls, failure: AgentCallFailed) -> AgentResult:
+        return cls(
+            error=str(failure) or type(failure).__name__,
+            failed_latency_s=failure.latency_s,
+            failed_cost_usd=failure.cost_usd,
+            failed_prompt_tokens=failure.prompt_tokens,
+        )
+
+    @property
+    def latency_s(self) -> float:
+        return self.completion.latency_s if self.completion is not None else self.failed_latency_s
+
+    @property
+    def cost_usd(self) -> float:
+        return self.completion.cost_usd if self.completion is not None else self.failed_cost_usd
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What training needs from one MAS run: the answer, its grading (None: could not be graded), the cost."""
+
+    answer: str | None
+    correct: bool | None
+    cost_usd: float
+    latency_s: float
+    agents: int
+
+
+def grade(query: Query, final: Completion | None, grader: Grader | None) -> bool | None:
+    """The one grading rule: a world that knows the truth of its answer (simulated, replay) decides; else
+    the task's scorer, for every task (code tasks too: their gold is a test suite, not `query.answer`);
+    without a scorer, no answer is wrong when the gold is known and anything else is ungraded (None)."""
+    if final is not None and final.correct is not None:
+        return final.correct
+    answer = final.answer if final is not None else None
+    if grader is not None:
+        return grader(query, answer)
+    if answer is None and query.answer is not None:
+        return False
+    return None
+
+
+class Execution:
+    """One MAS on one query in progress. Drive it with `start`/`decide`/`call`/`finish`; read `outcome`
+    or `trace` when `done`. Agents are finished in any order consistent with the DAG."""
+
+    __slots__ = ("_delivered", "_finished_at", "_waiting", "capped", "caps", "catalog", "mas", "query", "results",
+                 "roles", "spent_usd")
+
+    def __init__(self, mas: MAS, query: Query, roles: RoleSet, catalog: Catalog, caps: Caps = NO_CAPS) -> None:
+        self.mas = mas
+        self.query = query
+        self.roles = roles
+        self.catalog = catalog
+        self.caps = caps
+        self.results: dict[str, AgentResult] = {}
+        self.spent_usd = 0.0  # over the agents finished so far
+        self.capped: str | None = None  # the first cap that stopped a launch
+        self._delivered: dict[str, Upstream] = {}  # what each answering agent passes on to its successors
+        self._finished_at: dict[str, float] = {}  # modelled end time of each finished agent
+        self._waiting = {agent.id: len(mas.predecessors(agent.id)) for agent in mas.agents}
+
+    # ---- stepping
+
+    def start(self) -> list[str]:
+        """The agents ready at the start: those without inputs."""
+        return [agent_id for agent_id, count in self._waiting.items() if count == 0]
+
+    def start_s(self, agent_id: str) -> float:
+        """An agent's modelled start: when its last input finished."""
+        return max((self._finished_at[p] for p in self.mas.predecessors(agent_id)), default=0.0)
+
+    def decide(self, agent_id: str) -> Skip | None:
+        """Before any call: None if the agent runs, else why it is skipped (a per-query cap)."""
+        reason = self.caps.reason(self.spent_usd, self.start_s(agent_id))
+        if reason is None:
+            return None
+        self.capped = self.capped or reason
+        return Skip(reason)
+
+    def call(self, agent_id: str) -> AgentCall:
+        """The call of an agent that runs: its role, backbone, the query, and the inputs that answered."""
+        agent = self.mas.agent(agent_id)
+        inputs = [self._delivered[p] for p in self.mas.predecessors(agent_id) if p in self._delivered]
+        return AgentCall(agent, self.roles[agent.role], self.catalog[agent.backbone], self.query, inputs)
+
+    def skip(self, agent_id: str, skip: Skip) -> list[str]:
+        """Fold in a skipped agent (no cost, no time); returns the agents it makes ready."""
+        if skip.output is not None:
+            self._deliver(agent_id, skip.output)
+        return self.finish(agent_id, AgentResult(skip.output, skipped=skip.reason), delivered=skip.output is not None)
+
+    def finish(self, agent_id: str, result: AgentResult, delivered: bool = False) -> list[str]:
+        """Fold in a finished agent; returns the agents whose last input it was (ready to decide)."""
+        if agent_id in self.results:
+            raise AgentBalanceError(f"agent {agent_id!r} of {self.mas!r} finished twice")
+        if result.completion is not None and not delivered and result.skipped is None:
+            self._deliver(agent_id, result.completion)
+        self.results[agent_id] = result
+        self.spent_usd += result.cost_usd
+        self._finished_at[agent_id] = self.start_s(agent_id) + (0.0 if result.skipped else result.latency_s)
+        ready = []
+        for successor in self.mas.successors(agent_id):
+            self._waiting[successor] -= 1
+            if self._waiting[successor] == 0:
+                ready.append(successor)
+        return ready
+
+    def _deliver(self, agent_id: str, completion: Completion) -> None:
+        agent = self.mas.agent(agent_id)
+        self._delivered[agent_id] = Upstream(
+            agent_id, self.roles[agent.role], self.catalog[agent.backbone], completion
+        )
+
+    @property
+    def done(self) -> bool:
+        return len(self.results) == len(self.mas)
+
+    # ---- results
+
+    @property
+    def final(self) -> Completion | None:
+        """The decision agent's completion: the MAS's answer (None if it failed or was skipped)."""
+        return self.results[self.mas.decision].completion
+
+    def latencies(self) -> dict[str, float]:
+        return {agent_id: (0.0 if r.skipped else r.latency_s) for agent_id, r in self.results.items()}
+
+    def outcome(self, grader: Grader | None = None) -> Outcome:
+        """The run summed for training: answer, grading, cost, critical-path latency."""
+        self._check_done()
+        final = self.final
+        return Outcome(
+            answer=final.answer if final is not None else None,
+            correct=grade(self.query, final, grader),
+            cost_usd=self.spent_usd,
+            latency_s=self._finished_at[self.mas.decision],
+            agents=len(self.mas),
+        )
+
+    def trace(self, world: str, wall_s: float, grader: Grader | None = None) -> Trace:
+        """The full record: every agent's usage and modelled place on the timeline, the answer, its grading."""
+        self._check_done()
+        latencies = self.latencies()
+        schedule = modelled_schedule(self.mas, latencies)
+        agents = []
+        for agent in self.mas.agents:
+            result = self.results[agent.id]
+            completion = result.completion if result.skipped is None else None
+            start, end = schedule[agent.id]
+            agents.append(
+                AgentTrace(
+                    id=agent.id,
+                    role=agent.role,
+                    backbone=agent.backbone,
+                    answer=result.completion.answer if result.completion is not None else None,
+                    text=completion.text if completion is not None else "",
+                    prompt_tokens=completion.prompt_tokens if completion is not None else result.failed_prompt_tokens,
+                    completion_tokens=completion.completion_tokens if completion is not None else 0,
+                    reasoning_tokens=completion.reasoning_tokens if completion is not None else 0,
+                    cost_usd=0.0 if result.skipped else result.cost_usd,
+                    latency_s=latencies[agent.id],
+                    start_s=start,
+                    end_s=end,
+                    error=result.error,
+                    skipped=result.skipped,
+                    inputs=tuple(self.mas.predecessors(agent.id)),
+                )
+            )
+        final = self.final
+        answer = final.answer if final is not None else None
+        correct = grade(self.query, final, grader)
+        latency_s = schedule[self.mas.decision][1]
+        return Trace.summed(self.query.id, answer, correct, tuple(agents), latency_s, wall_s, world, self.capped)
+
+    def _check_done(self) -> None:
+        if not self.done:
+            missing = [a.id for a in self.mas.agents if a.id not in self.results]
+            raise AgentBalanceError(f"{self.mas!r} on {self.query.id!r} is not finished: {', '.join(missing)} pending")
+
+
+def modelled_schedule(mas: MAS, latencies: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+    """(start_s, end_s) of every agent if each starts when all its predecessors end (the critical path).
+
+    Agents absent from `latencies` take no time.
+    """
+    schedule: dict[str, tuple[float, float]] = {}
+    for agent_id in mas.topological_order():
+        start = max((schedule[p][1] for p in mas.predecessors(agent_id)), default=0.0)
+        schedule[agent_id] = (start, start + latencies.get(agent_id, 0.0))
+    return schedule
+
+
+def critical_path_s(mas: MAS, latencies: Mapping[str, float]) -> float:
+    """Modelled end-to-end latency: when the decision agent ends."""
+    return modelled_schedule(mas, latencies)[mas.decision][1]

@@ -1,0 +1,265 @@
+"""`TrainedController`: a run folder of `agentbalance build` as one object that constructs, runs and evaluates MAS.
+
+Every user of a trained controller (the CLI, the AutoGen adapter, the curve's agentbalance method, `serve`)
+goes through it; none of them reads the run folder or the trainer's internals. It never trains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from agentbalance.budgets import Budget, BudgetRange
+from agentbalance.catalog import Catalog
+from agentbalance.encoders import TextEncoder
+from agentbalance.errors import AgentBalanceError
+from agentbalance.evaluation.measure import CONFIDENCE_Z, Evaluation, summarise
+from agentbalance.experiment import (
+    ExperimentSpec,
+    experiment_splits,
+    experiment_task,
+    resolve_world,
+    world_catalogs,
+)
+from agentbalance.mas import MAS
+from agentbalance.policy.condition import budget_condition
+from agentbalance.policy.context import ControllerCatalogs
+from agentbalance.policy.controller import Controller
+from agentbalance.query import Query, as_query
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.execution import Caps, Grader
+from agentbalance.runtime.rollout import Outcome, execute
+from agentbalance.runtime.runner import Runner
+from agentbalance.runtime.trace import Trace
+from agentbalance.tasks.base import Task
+from agentbalance.train.run_folder import RunConfig, load_controller, run_catalogs, run_roles
+from agentbalance.worlds import LiveOptions
+from agentbalance.worlds.base import World
+
+SPLITS = ("train", "val", "test", "all")
+
+
+class TrainedController:
+    """A saved controller with the roles, backbones and budget it was trained for.
+
+    `construct` builds the MAS of one query (a text or a Query), `construct_many` a batch (one forward
+    pass: the fast path), `run` executes them in a world (by default the one it was trained in) and
+    `evaluate` measures it on a split of a world. A budget-conditioned controller takes `budget=` within
+    its range; any other controller serves the budget it was built for.
+    """
+
+    def __init__(
+        self,
+        controller: Controller,
+        roles: RoleSet,
+        budget: Budget,
+        budget_range: BudgetRange | None = None,
+        encoder: TextEncoder | None = None,
+        origin: tuple[Path, RunConfig] | None = None,
+    ) -> None:
+        """A controller just trained (`origin` None: it has no run folder yet) or loaded from `origin`."""
+        self.controller = controller
+        self.roles = roles
+        self.budget = budget  # the budget it was built for (budget-conditioned: the loosest of its range)
+        self.budget_range = budget_range
+        self.encoder = encoder or TextEncoder()
+        self._origin = origin
+        self._described: Catalog | None = None  # the catalog its backbone features come from (None: as trained)
+
+    @property
+    def run_dir(self) -> Path:
+        return self._saved()[0]
+
+    @property
+    def config(self) -> RunConfig:
+        """The run folder's config.json, typed."""
+        return self._saved()[1]
+
+    def _saved(self) -> tuple[Path, RunConfig]:
+        if self._origin is None:
+            raise AgentBalanceError("this controller has no run folder (it was trained in this process, not loaded)")
+        return self._origin
+
+    @classmethod
+    def load(
+        cls,
+        run_dir: str | Path,
+        *,
+        world: World | None = None,
+        catalog: Catalog | None = None,
+        roles: RoleSet | None = None,
+        encoder: TextEncoder | None = None,
+    ) -> TrainedController:
+        """The controller of a run folder. Over `world`'s (or `catalog`'s) backbones when they differ from
+        the trained ones (inductive use: pools and features are built afresh); `roles` with the trained
+        role names (e.g. an AutoGen team's agents)."""
+        folder = Path(run_dir)
+        catalogs = None
+        if world is not None:
+            catalogs = world_catalogs(world)
+        elif catalog is not None:
+            catalogs = ControllerCatalogs(catalog, catalog)
+        encoder = encoder or TextEncoder()
+        controller, config = load_controller(folder, catalogs, roles, encoder)
+        roles = roles or run_roles(folder, config)
+        loaded = cls(controller, roles, config.trained_budget, config.saved_range(), encoder, (folder, config))
+        loaded._described = catalogs.described if catalogs is not None else None
+        return loaded
+
+    # ---- what it was trained for
+
+    def serving(self, budget: Budget | None = None) -> tuple[Budget, float | None]:
+        """The condition budget and difficulty offset it builds with for `budget` (None: the budget it was
+        built for). Only a budget-conditioned controller adapts to another budget, within its range."""
+        if self.budget_range is None:
+            if budget is not None and budget != self.budget:
+                raise AgentBalanceError(
+                    f"this controller was trained for one budget ({self.budget.describe()}); to choose the "
+                    "budget at inference, build it with --budget-conditioned"
+                )
+            return self.budget, None
+        return self.budget_range.serve(budget)
+
+    @property
+    def delta(self) -> float:
+        """The difficulty offset it serves its own budget with (calibrated on validation by `build`)."""
+        _, delta = self.serving(None)
+        return self.controller.config.delta if delta is None else delta
+
+    @property
+    def seed(self) -> int:
+        return self.config.run_seed
+
+    @property
+    def backbones(self) -> tuple[str, ...]:
+        """The backbones it chooses among (the Pareto-kept ones, cheapest pool first)."""
+        return self.controller.context.backbone_names
+
+    def catalog(self) -> Catalog:
+        """The catalog that describes the backbones it chooses among (prices, profiles)."""
+        return self._described or run_catalogs(self.run_dir, self.config).described
+
+    def over(self, world: World) -> TrainedController:
+        """This controller over `world`'s backbones: itself when they are its own, else re-pooled from them."""
+        if set(world.catalog.names) == set(self.catalog().names):
+            return self
+        return TrainedController.load(self.run_dir, world=world, roles=self.roles, encoder=self.encoder)
+
+    # ---- constructing
+
+    def construct(self, query: str | Query, budget: Budget | None = None) -> MAS:
+        """The MAS for one query (its text, or a Query): the greedy choice of every stage."""
+        (mas,) = self.construct_many([query], budget)
+        return mas
+
+    def construct_many(self, queries: Sequence[str | Query], budget: Budget | None = None) -> list[MAS]:
+        """The MAS for each query, in one batched forward pass (a MAS built for a Query carries its id)."""
+        asked = [as_query(query) for query in queries]
+        if not asked:
+            return []
+        embeddings = torch.from_numpy(self.encoder.encode([q.render() for q in asked]).copy())
+        ids = [query.id if isinstance(query, Query) else None for query in queries]
+        return self.construct_embedded(embeddings, ids, budget)
+
+    def construct_embedded(
+        self, embeddings: torch.Tensor, query_ids: Sequence[str | None], budget: Budget | None = None
+    ) -> list[MAS]:
+        """`construct_many` from query embeddings already computed (an experiment's cache)."""
+        served, delta = self.serving(budget)
+        condition = budget_condition(served, len(query_ids))
+        return self.controller.construct(embeddings, condition, list(query_ids), delta=delta)
+
+    # ---- running and evaluating
+
+    def open_world(
+        self, world: str | None = None, *, seed: int | None = None, live: LiveOptions | None = None
+    ) -> tuple[World, Task | None]:
+        """The world it was trained in (or `world`, a `--world` value), with the run's task if it had one."""
+        opened, _, _, task = resolve_world(self.experiment_spec(world, seed=seed, live=live))
+        return opened, task
+
+    def experiment_spec(
+        self,
+        world: str | None = None,
+        *,
+        catalog: str | None = None,
+        seed: int | None = None,
+        task: str | None = None,
+        data: str | None = None,
+        limit: int | None = None,
+        live: LiveOptions | None = None,
+    ) -> ExperimentSpec:
+        """The experiment it was built on, with what the caller changes (another world, seed or task)."""
+        saved = self.config.task
+        same_task = task is None
+        return ExperimentSpec(
+            world=world or self.config.world,
+            catalog=catalog if world is not None or catalog is not None else self.config.catalog,
+            sizes=self.config.split_sizes,
+            task=task or (saved.name if saved else None),
+            data=data if not same_task or data is not None else (saved.data if saved else None),
+            limit=limit if not same_task or limit is not None else (saved.limit if saved else None),
+            live=live,
+            seed=self.seed if seed is None else seed,
+        )
+
+    def run(
+        self,
+        queries: Sequence[str | Query],
+        world: World | None = None,
+        *,
+        budget: Budget | None = None,
+        caps: Caps | None = None,
+        concurrency: int = 32,
+        grader: Grader | None = None,
+    ) -> list[Trace]:
+        """Construct each query's MAS and execute it (default world: the one it was trained in; graded by
+        the run's task when it had one, else by `grader`, else by the world)."""
+        task = None
+        if world is None:
+            world, task = self.open_world()
+        controller = self.over(world)
+        asked = [as_query(query) for query in queries]
+        masses = controller.construct_many(asked, budget)
+        grader = grader or (task.score if task is not None else None)
+        runner = Runner(world, controller.roles, concurrency=concurrency, caps=caps, grader=grader)
+        return runner.run_sync(list(zip(masses, asked, strict=True)))
+
+    def evaluate(
+        self,
+        world: World | str | None = None,
+        split: str = "test",
+        *,
+        budget: Budget | None = None,
+        spec: ExperimentSpec | None = None,
+    ) -> Evaluation:
+        """Perf (over the graded queries), Tok and Lat of the controller on a split of a world: by default
+        the test split of the world it was trained in; `split="all"` takes every question of the world (a
+        new data set). `spec` gives another experiment (world, seed, task); a World object is used as is."""
+        masses, outcomes = self.outcomes(world, split, budget=budget, spec=spec)
+        return summarise(masses, outcomes, CONFIDENCE_Z)
+
+    def outcomes(
+        self,
+        world: World | str | None = None,
+        split: str = "test",
+        *,
+        budget: Budget | None = None,
+        spec: ExperimentSpec | None = None,
+    ) -> tuple[list[MAS], list[Outcome]]:
+        """What `evaluate` summarises, query by query (paired comparisons need them, not only the means)."""
+        if split not in SPLITS:
+            raise AgentBalanceError(f"unknown split {split!r}; use {', '.join(SPLITS)}")
+        spec = spec or self.experiment_spec(world if isinstance(world, str) else None)
+        if isinstance(world, World):
+            opened, task = world, experiment_task(spec)
+        else:
+            opened, _, _, task = resolve_world(spec)
+        splits = experiment_splits(spec, opened, task)
+        queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
+        controller = self.over(opened)
+        masses = controller.construct_many(queries, budget)
+        grader = task.score if task is not None else None
+        return masses, execute(opened, controller.roles, list(zip(masses, queries, strict=True)), grader)
