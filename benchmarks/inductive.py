@@ -66,7 +66,8 @@ def run_world(name: str, world: str, full: Path, extra: Path | None, budget: Bud
             catalogs["added_back_plus_extra"] = write_catalog(entries + catalog_entries(extra), folder, "plus-extra")
 
         def spec(catalog: str) -> BuildSpec:
-            return BuildSpec(ExperimentSpec(world=world, catalog=catalog), budget=budget, train=TrainConfig(epochs=epochs))
+            experiment = ExperimentSpec(world=world, catalog=catalog)
+            return BuildSpec(experiment, budget=budget, train=TrainConfig(epochs=epochs))
 
         trained = folder / "trained-reduced"
         build(spec(reduced), trained)
