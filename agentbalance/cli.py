@@ -29,7 +29,7 @@ from agentbalance.runtime.runner import Runner
 from agentbalance.runtime.trace import Trace
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import WORLD_HELP, LiveOptions, open_world
-from agentbalance.worlds.base import World
+from agentbalance.worlds.base import RecordedWorld, World
 
 if TYPE_CHECKING:
     from agentbalance.budgets import Budget
@@ -168,9 +168,8 @@ def _roles_for(mas: MAS, roles: str | None, world: World) -> RoleSet:
     that holds every role the MAS uses."""
     if roles is not None:
         return RoleSet.load(roles)
-    default = getattr(world, "default_roles", None)
-    if default is not None:
-        return RoleSet.load(default)
+    if isinstance(world, RecordedWorld):
+        return RoleSet.load(world.default_roles)
     wanted = {agent.role for agent in mas.agents}
     for domain in ("general", "math", "code"):
         library = RoleSet.load(domain)
@@ -201,12 +200,12 @@ def _queries_for(question: str | None, input_path: Path | None, world: World, ta
         return list(task.items())
     if (question is None) == (input_path is None):
         raise AgentBalanceError("give either a QUERY text or --input FILE.jsonl (exactly one)")
-    resolve = getattr(world, "resolve_query", None)  # replay worlds look queries up by id
+    recorded = isinstance(world, RecordedWorld)  # replay worlds look queries up by id
     if input_path is not None:
-        queries = read_queries(input_path, question_optional=resolve is not None)
+        queries = read_queries(input_path, question_optional=recorded)
     else:
         queries = [Query(id="q1", question=question or "")]
-    return [resolve(query) for query in queries] if resolve is not None else queries
+    return [world.resolve_query(query) for query in queries] if isinstance(world, RecordedWorld) else queries
 
 
 def _agents_table(trace: Trace) -> Table:

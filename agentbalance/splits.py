@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import DOMAINS, Query
 from agentbalance.tasks.synthetic import generate_synthetic
+from agentbalance.worlds.base import RecordedWorld, World
 
 SPLIT_SEED_OFFSETS = {"train": 1_000, "val": 2_000, "test": 3_000}  # synthetic items of each split never overlap
 
@@ -35,15 +36,14 @@ def synthetic_split(name: str, count: int, seed: int, domains: Sequence[str] = D
     return [per_domain[domains[i % len(domains)]][i // len(domains)] for i in range(count)]
 
 
-def world_splits(world: object, sizes: tuple[int, int, int], seed: int, domains: Sequence[str] = DOMAINS) -> Splits:
+def world_splits(world: World, sizes: tuple[int, int, int], seed: int, domains: Sequence[str] = DOMAINS) -> Splits:
     """The first N questions of each fixed split: a replay world's own split, or synthetic items."""
     for size in sizes:
         if size < 1:
             raise AgentBalanceError(f"split sizes must be at least 1, got {sizes}")
-    queries = getattr(world, "queries", None)
-    if callable(queries):  # a replay world: its split is a pure function of its questions and the seed
-        parts = [list(queries(name))[:size] for name, size in zip(("train", "val", "test"), sizes, strict=True)]
-        return Splits(*parts)
+    if isinstance(world, RecordedWorld):  # its split is a pure function of its questions and the seed
+        names = ("train", "val", "test")
+        return Splits(*(list(world.queries(name))[:size] for name, size in zip(names, sizes, strict=True)))
     return Splits(
         *(
             synthetic_split(name, size, seed, domains)
