@@ -36,4 +36,4 @@ def test_wheel_contains_shipped_pools_and_roles(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for shipped in sorted((REPO / "pools").glob("*.yaml")) + sorted((REPO / "roles").glob("*.yaml")):
         assert f"agentbalance/_shipped/{shipped.parent.name}/{shipped.name}" in names
-    assert "agentbalance/cli.py" in names
+    assert "agentbalance/cli/__init__.py" in names

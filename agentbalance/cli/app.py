@@ -1,0 +1,88 @@
+"""The typer app, its shared options and the rule that a user's mistake is one `error:` line (exit code 2).
+
+It holds no command: each command lives in its own module of this package.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+
+from agentbalance.errors import AgentBalanceError
+
+if TYPE_CHECKING:
+    from agentbalance.budgets import Budget
+
+app = typer.Typer(
+    name="agentbalance",
+    help="Cost-effective LLM multi-agent systems under token-cost and latency budgets.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _main_options() -> None:
+    """Cost-effective LLM multi-agent systems under token-cost and latency budgets.
+
+    Units everywhere: Tok = USD per 100 queries, Lat = seconds per query.
+    """
+
+
+TaskOption = Annotated[str | None, typer.Option(help="Take the queries from a task (mmlu, math, ...), scored by it.")]
+DataOption = Annotated[Path | None, typer.Option(help="The task's local data file or folder.")]
+LimitOption = Annotated[int | None, typer.Option(help="The first N items of the task.")]
+BaseUrlOption = Annotated[str | None, typer.Option(help="Live world endpoint (else $AGENTBALANCE_BASE_URL).")]
+CacheDirOption = Annotated[Path | None, typer.Option(help="Live world response cache folder.")]
+NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Live world: do not read or write the cache.")]
+TimeoutOption = Annotated[float, typer.Option(help="Live world: seconds per call before it is retried.")]
+ConcurrencyOption = Annotated[int, typer.Option(min=1, help="LLM calls in flight at once.")]
+ApiKeyFileOption = Annotated[
+    Path | None,
+    typer.Option("--api-key-file", help="Live world: a file holding only the API key (else $AGENTBALANCE_API_KEY)."),
+]
+ServeBudgetTokOption = Annotated[
+    float | None, typer.Option("--budget-tok", help="A --budget-conditioned model: serve this Tok budget.")
+]
+ServeBudgetLatOption = Annotated[
+    float | None, typer.Option("--budget-lat", help="A --budget-conditioned model: serve this Lat budget.")
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def reports_user_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Print an AgentBalanceError as one `error:` line on stderr and exit with code 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except AgentBalanceError as error:
+            Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {error}", markup=False)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def write_json(path: Path, payload: object) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise AgentBalanceError(f"cannot write {path}: {error}") from None
+
+
+def serve_budget(tok: float | None, lat: float | None) -> Budget | None:
+    """The budget a user asks a budget-conditioned model for (None: the one it was built for)."""
+    from agentbalance.budgets import Budget
+
+    return Budget(tok, lat) if tok is not None or lat is not None else None

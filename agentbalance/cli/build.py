@@ -1,0 +1,177 @@
+"""`agentbalance build`: train a controller that meets the budgets, with progress, and print what it achieves.
+
+It never trains itself: it fills a `BuildSpec` and calls `agentbalance.train.build.build`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from agentbalance.cli.app import (
+    ApiKeyFileOption,
+    BaseUrlOption,
+    CacheDirOption,
+    ConcurrencyOption,
+    DataOption,
+    LimitOption,
+    NoCacheOption,
+    TaskOption,
+    TimeoutOption,
+    reports_user_errors,
+)
+from agentbalance.cli.tables import budget_points_table, evaluation_table, print_mas, print_result_json
+from agentbalance.errors import AgentBalanceError
+from agentbalance.worlds import WORLD_HELP, LiveOptions
+
+
+@reports_user_errors
+def build(
+    budget_tok: Annotated[float | None, typer.Option(help="Token-cost budget: expected USD per 100 queries.")] = None,
+    budget_lat: Annotated[float | None, typer.Option(help="Latency budget: expected seconds per query.")] = None,
+    world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
+    catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
+    roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code|mixed.")] = None,
+    train: Annotated[int, typer.Option(min=1, help="Training questions (first N of the fixed split).")] = 600,
+    val: Annotated[int, typer.Option(min=2, help="Validation questions (budgets are met on them).")] = 200,
+    test: Annotated[int, typer.Option(min=2, help="Test questions (the reported numbers).")] = 400,
+    epochs: Annotated[int, typer.Option(min=1, help="Training epochs.")] = 25,
+    restarts: Annotated[
+        int, typer.Option(min=1, help="Independent training runs; the best on validation is kept.")
+    ] = 3,
+    pools: Annotated[int | None, typer.Option(min=1, help="Number of pools (default 4).")] = None,
+    lambda_tok: Annotated[float | None, typer.Option(min=0.0, help="Fix lambda_tok by hand (no targeting).")] = None,
+    lambda_lat: Annotated[float | None, typer.Option(min=0.0, help="Fix lambda_lat by hand (no targeting).")] = None,
+    delta: Annotated[float, typer.Option(help="Difficulty offset: > 0 pushes queries to costlier pools.")] = 0.0,
+    max_pool: Annotated[int | None, typer.Option(min=0, help="Never select a pool above this one.")] = None,
+    budget_conditioned: Annotated[
+        bool,
+        typer.Option(
+            "--budget-conditioned",
+            help="Train one controller for every budget from B / --budget-ratio to B; choose it at inference.",
+        ),
+    ] = False,
+    budget_ratio: Annotated[
+        float, typer.Option(help="--budget-conditioned: loosest / tightest budget of the range.")
+    ] = 8.0,
+    budget_steps: Annotated[int, typer.Option(help="--budget-conditioned: budgets of the training grid.")] = 4,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    task: TaskOption = None,
+    data: DataOption = None,
+    limit: LimitOption = None,
+    base_url: BaseUrlOption = None,
+    cache_dir: CacheDirOption = None,
+    no_cache: NoCacheOption = False,
+    timeout: TimeoutOption = 60.0,
+    concurrency: ConcurrencyOption = 16,
+    api_key_file: ApiKeyFileOption = None,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default runs/<timestamp>).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the test result as one JSON object.")] = False,
+) -> None:
+    """Train a controller that meets the budgets (token cost and latency) with the best performance it can."""
+    from datetime import datetime
+
+    from agentbalance.budgets import Budget, BudgetRange
+    from agentbalance.experiment import ExperimentSpec
+    from agentbalance.policy.controller import ControllerConfig
+    from agentbalance.train.build import BuildSpec
+    from agentbalance.train.build import build as run_build
+    from agentbalance.train.reinforce import TrainConfig
+
+    budget = Budget(budget_tok, budget_lat)
+    if budget_tok is None and budget_lat is None and lambda_tok is None and lambda_lat is None:
+        raise AgentBalanceError("give a budget (--budget-tok and/or --budget-lat) or fix --lambda-tok/--lambda-lat")
+    budget_range = BudgetRange(budget, budget_ratio, budget_steps) if budget_conditioned else None
+    spec = BuildSpec(
+        ExperimentSpec(
+            world=world_spec,
+            catalog=str(catalog) if catalog else None,
+            roles=roles,
+            sizes=(train, val, test),
+            pools=pools,
+            task=task,
+            data=str(data) if data else None,
+            limit=limit,
+            live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file),
+            seed=seed,
+        ),
+        budget=budget,
+        train=TrainConfig(epochs=epochs, lambda_tok=lambda_tok, lambda_lat=lambda_lat),
+        controller=ControllerConfig(delta=delta, max_pool=max_pool),
+        restarts=restarts,
+        budget_range=budget_range,
+    )
+    folder = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    console = Console(stderr=as_json)
+    if world_spec in ("sim", "simulated"):
+        console.print("world: simulated (a calibrated simulator, not real LLM calls)", highlight=False)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        stage = progress.add_task("preparing", total=None)
+        epochs_task = progress.add_task("epochs", total=epochs * restarts)
+
+        def on_stage(text: str) -> None:
+            progress.update(stage, description=text)
+
+        def on_epoch(epoch: int, record: dict[str, float]) -> None:
+            progress.update(
+                epochs_task,
+                completed=epoch + 1,
+                description=f"epoch {epoch + 1}: val Perf {100 * record['val_perf']:.1f}% "
+                f"Tok {record['val_tok']:.3f} Lat {record['val_lat']:.1f}s",
+            )
+
+        built = run_build(spec, folder, on_stage=on_stage, on_epoch=on_epoch)
+        progress.update(stage, description="done", total=1, completed=1)
+    if built.restored:
+        console.print(
+            f"resumed: {len(built.restored)} of {restarts} training runs restored from {folder / 'checkpoints'}",
+            highlight=False,
+        )
+    result = built.result
+    if as_json:
+        print_result_json(result.test, budget, result.feasible, "test", folder)
+        return
+    console.print(
+        evaluation_table(
+            "what the controller achieves", [("val", result.val), ("test", result.test)], budget_tok, budget_lat
+        )
+    )
+    if result.points:
+        console.print(budget_points_table(result.points))
+    if result.feasible:
+        console.print("budget met on validation (upper bound); test numbers above", highlight=False)
+    else:
+        cheapest = result.cheapest
+        console.print(
+            f"budget NOT feasible: the cheapest reachable point is Tok {cheapest.tok:.4f} USD/100 queries, "
+            f"Lat {cheapest.lat:.1f} s (one agent on the cheapest backbone, Perf {100 * cheapest.perf:.1f}%)",
+            highlight=False,
+        )
+    quality = result.difficulty
+    if quality.get("spearman") is not None:
+        domains = ", ".join(
+            f"{name} {row['spearman']:.2f}"
+            for name, row in quality["per_domain"].items()
+            if row["spearman"] is not None
+        )
+        console.print(
+            f"difficulty estimator on test: rank correlation {quality['spearman']:.2f} with the true difficulty"
+            + (f" (per domain: {domains})" if domains else ""),
+            highlight=False,
+        )
+    from agentbalance.trained import TrainedController
+
+    for mas in TrainedController.load(folder).construct_many(built.splits.test[:3]):
+        print_mas(console, mas, f"example {mas.query_id}")
+    console.print(f"wrote {folder} (controller.pt, config.json, metrics.json, training.png)", highlight=False)

@@ -1,0 +1,52 @@
+"""`agentbalance record`: ask every backbone each question alone and write a replay world.
+
+The recording itself is `agentbalance.worlds.recording.record`; this module parses and prints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from agentbalance.catalog import Catalog
+from agentbalance.cli.app import ApiKeyFileOption, reports_user_errors
+from agentbalance.worlds import LiveOptions, open_world
+
+
+@reports_user_errors
+def record(
+    task: Annotated[str, typer.Option(help="The task whose questions every backbone answers (mmlu, math, ...).")],
+    out: Annotated[Path, typer.Option(help="The replay-world folder to write.")],
+    world_spec: Annotated[str, typer.Option("--world", help="live (or sim, to try the command offline)")] = "live",
+    data: Annotated[Path | None, typer.Option(help="The task's local data file or folder.")] = None,
+    limit: Annotated[int | None, typer.Option(help="The first N items of the task.")] = None,
+    catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML: the backbones to record.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Endpoint (else $AGENTBALANCE_BASE_URL).")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Response cache folder.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the response cache.")] = False,
+    concurrency: Annotated[int, typer.Option(min=1, help="Calls in flight at once.")] = 16,
+    api_key_file: ApiKeyFileOption = None,
+    timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+) -> None:
+    """Ask every backbone each question alone and write a replay world: calibrate once on real calls, train offline."""
+    import asyncio
+
+    from agentbalance.tasks.registry import load_task
+    from agentbalance.worlds.recording import record as record_world
+
+    loaded_task = load_task(task, data, limit, seed)
+    live = LiveOptions(
+        base_url, cache_dir, not no_cache, timeout, concurrency, loaded_task.parse, api_key_file=api_key_file
+    )
+    world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed, live=live)
+    summary = asyncio.run(record_world(world, loaded_task, out, concurrency=concurrency))
+    Console().print(
+        f"recorded {summary.questions} questions x {summary.backbones} backbones into {out}: "
+        f"{summary.calls} calls ({summary.cached} from the cache), {summary.failures} failed, "
+        f"USD {summary.cost_usd:.4f}, {summary.wall_s:.1f} s",
+        highlight=False,
+    )

@@ -1,0 +1,258 @@
+"""`agentbalance run`, `evaluate` and `export`: a MAS or a trained controller on queries.
+
+They parse and print; constructing, running and grading go through `Runner` and `TrainedController`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from agentbalance.catalog import Catalog
+from agentbalance.cli.app import (
+    ApiKeyFileOption,
+    BaseUrlOption,
+    CacheDirOption,
+    ConcurrencyOption,
+    DataOption,
+    LimitOption,
+    NoCacheOption,
+    ServeBudgetLatOption,
+    ServeBudgetTokOption,
+    TaskOption,
+    TimeoutOption,
+    reports_user_errors,
+    serve_budget,
+)
+from agentbalance.cli.tables import agents_table, evaluation_table, print_result_json
+from agentbalance.errors import AgentBalanceError
+from agentbalance.mas import MAS
+from agentbalance.query import Query, read_queries
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.execution import Caps
+from agentbalance.runtime.runner import Runner
+from agentbalance.tasks.base import Task
+from agentbalance.worlds import WORLD_HELP, LiveOptions, open_world
+from agentbalance.worlds.base import RecordedWorld, World
+
+
+def _roles_for(mas: MAS, roles: str | None, world: World) -> RoleSet:
+    """The role library in use: the one named, else the world's default, else the shipped library
+    that holds every role the MAS uses."""
+    if roles is not None:
+        return RoleSet.load(roles)
+    if isinstance(world, RecordedWorld):
+        return RoleSet.load(world.default_roles)
+    wanted = {agent.role for agent in mas.agents}
+    for domain in ("general", "math", "code"):
+        library = RoleSet.load(domain)
+        if wanted <= set(library.names):
+            return library
+    raise AgentBalanceError(
+        f"no shipped role library holds all of the MAS's roles ({', '.join(sorted(wanted))}); pass --roles PATH"
+    )
+
+
+def _load_task(
+    name: str | None, data: Path | None, limit: int | None, seed: int, question: str | None, input_path: Path | None
+) -> Task | None:
+    """The task named by --task (its loader and scorer), checked against the other ways to give queries."""
+    if name is None:
+        if data is not None or limit is not None:
+            raise AgentBalanceError("--data and --limit need --task NAME")
+        return None
+    if question is not None or input_path is not None:
+        raise AgentBalanceError("give queries one way: a QUERY text, --input FILE.jsonl, or --task NAME")
+    from agentbalance.tasks.registry import load_task
+
+    return load_task(name, data, limit, seed)
+
+
+def _queries_for(question: str | None, input_path: Path | None, world: World, task: Task | None = None) -> list[Query]:
+    if task is not None:
+        return list(task.items())
+    if (question is None) == (input_path is None):
+        raise AgentBalanceError("give either a QUERY text or --input FILE.jsonl (exactly one)")
+    recorded = isinstance(world, RecordedWorld)  # replay worlds look queries up by id
+    if input_path is not None:
+        queries = read_queries(input_path, question_optional=recorded)
+    else:
+        queries = [Query(id="q1", question=question or "")]
+    return [world.resolve_query(query) for query in queries] if isinstance(world, RecordedWorld) else queries
+
+
+@reports_user_errors
+def run(
+    question: Annotated[str | None, typer.Argument(help="The query text (or use --input).")] = None,
+    mas_path: Annotated[Path | None, typer.Option("--mas", help="A MAS to run, as JSON (see README).")] = None,
+    model: Annotated[Path | None, typer.Option(help="A run folder of `build`: construct the MAS per query.")] = None,
+    input_path: Annotated[Path | None, typer.Option("--input", help="JSONL queries, one object a line.")] = None,
+    world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
+    catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
+    roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    concurrency: ConcurrencyOption = 32,
+    api_key_file: ApiKeyFileOption = None,
+    task: TaskOption = None,
+    data: DataOption = None,
+    limit: LimitOption = None,
+    base_url: BaseUrlOption = None,
+    cache_dir: CacheDirOption = None,
+    no_cache: NoCacheOption = False,
+    timeout: TimeoutOption = 60.0,
+    max_usd: Annotated[float | None, typer.Option(help="Hard per-query USD cap (> 0).")] = None,
+    max_seconds: Annotated[float | None, typer.Option(help="Hard per-query seconds cap (> 0).")] = None,
+    budget_tok: ServeBudgetTokOption = None,
+    budget_lat: ServeBudgetLatOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query, a line each (JSONL).")] = False,
+) -> None:
+    """Execute a MAS on one query or a JSONL file of queries; print answer, cost, latency per agent."""
+    caps = Caps(max_usd, max_seconds)
+    if (mas_path is None) == (model is None):
+        raise AgentBalanceError("give either --mas FILE.json or --model RUN_FOLDER (exactly one)")
+    loaded_catalog = Catalog.load(catalog) if catalog is not None else None
+    loaded_task = _load_task(task, data, limit, seed, question, input_path)
+    live = LiveOptions(
+        base_url,
+        cache_dir,
+        not no_cache,
+        timeout,
+        concurrency,
+        loaded_task.parse if loaded_task else None,
+        api_key_file=api_key_file,
+    )
+    world = open_world(world_spec, loaded_catalog, seed=seed, live=live)
+    from agentbalance.experiment import task_roles
+
+    default_roles = roles or (task_roles(loaded_task) if loaded_task else None)
+    grader = loaded_task.score if loaded_task else None
+    if model is not None:
+        from agentbalance.trained import TrainedController
+
+        queries = _queries_for(question, input_path, world, loaded_task)
+        library = RoleSet.load(default_roles) if default_roles is not None else None
+        controller = TrainedController.load(model, world=world, roles=library)
+        traces = controller.run(
+            queries,
+            world,
+            budget=serve_budget(budget_tok, budget_lat),
+            caps=caps,
+            concurrency=concurrency,
+            grader=grader,
+        )
+    else:
+        assert mas_path is not None
+        if budget_tok is not None or budget_lat is not None:
+            raise AgentBalanceError("--budget-tok/--budget-lat choose the budget of a --model; a --mas is fixed")
+        mas = MAS.load(mas_path)  # checked before anything else is read: a bad MAS is the first error
+        library = _roles_for(mas, default_roles, world)
+        mas.check_against(world.catalog, library, source=str(mas_path))
+        queries = _queries_for(question, input_path, world, loaded_task)
+        runner = Runner(world, library, concurrency=concurrency, caps=caps, grader=grader)
+        traces = runner.run_sync([(mas, query) for query in queries])
+    if as_json:
+        for trace in traces:
+            sys.stdout.write(json.dumps(trace.to_json()) + "\n")
+        return
+    console = Console()
+    if world.simulated:
+        console.print("world: simulated (a calibrated simulator, not real LLM calls)", highlight=False)
+    else:
+        console.print(f"world: {world.name}", highlight=False)
+    for trace in traces:
+        console.print(agents_table(trace))
+        verdict = {True: "correct", False: "wrong", None: "gold unknown"}[trace.correct]
+        console.print(
+            f"answer: {escape(str(trace.answer))} ({verdict})  cost: ${trace.cost_usd:.6f}  "
+            f"latency: {trace.latency_s:.1f} s (modelled critical path)  wall: {trace.wall_s:.3f} s"
+            + (f"  failures: {trace.failures}" if trace.failures else "")
+            + (f"  capped: {escape(trace.capped)}" if trace.capped else ""),
+            highlight=False,
+        )
+    if len(traces) > 1:
+        known = [t.correct for t in traces if t.correct is not None]
+        accuracy = f"{100 * sum(known) / len(known):.1f}%" if known else "n/a"
+        tok = 100 * sum(t.cost_usd for t in traces) / len(traces)
+        lat = sum(t.latency_s for t in traces) / len(traces)
+        console.print(
+            f"{len(traces)} queries: accuracy {accuracy}, Tok ${tok:.4f} per 100 queries, Lat {lat:.1f} s per query",
+            highlight=False,
+        )
+
+
+@reports_user_errors
+def evaluate(
+    model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
+    world_spec: Annotated[
+        str | None, typer.Option("--world", help=f"{WORLD_HELP} (default: the world it was trained in)")
+    ] = None,
+    catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
+    split: Annotated[str, typer.Option(help="test | val | train | all (every question of the world)")] = "test",
+    seed: Annotated[
+        int | None, typer.Option(help="Seed of the world and its split (default: the run's, so its test split).")
+    ] = None,
+    task: TaskOption = None,
+    data: DataOption = None,
+    limit: LimitOption = None,
+    base_url: BaseUrlOption = None,
+    cache_dir: CacheDirOption = None,
+    no_cache: NoCacheOption = False,
+    timeout: TimeoutOption = 60.0,
+    concurrency: ConcurrencyOption = 16,
+    api_key_file: ApiKeyFileOption = None,
+    budget_tok: ServeBudgetTokOption = None,
+    budget_lat: ServeBudgetLatOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+) -> None:
+    """Evaluate a trained controller on a world, including one whose catalog it never saw (inductive)."""
+    from agentbalance.trained import TrainedController
+
+    controller = TrainedController.load(model)
+    spec = controller.experiment_spec(
+        world_spec,
+        catalog=str(catalog) if catalog else None,
+        seed=seed,
+        task=task,
+        data=str(data) if data else None,
+        limit=limit,
+        live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file),
+    )
+    asked = serve_budget(budget_tok, budget_lat)
+    result = controller.evaluate(split=split, budget=asked, spec=spec)
+    budget = asked or controller.serving(None)[0]
+    feasible = result.meets(budget, upper=False)
+    if as_json:
+        print_result_json(result, budget, feasible, split, model)
+        return
+    Console().print(evaluation_table(f"{model} on {spec.world}", [(split, result)], budget.tok, budget.lat))
+
+
+@reports_user_errors
+def export(
+    model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
+    query: Annotated[str, typer.Option(help="The query text.")],
+    output_format: Annotated[str, typer.Option("--format", help="json | mermaid | autogen")] = "json",
+    budget_tok: ServeBudgetTokOption = None,
+    budget_lat: ServeBudgetLatOption = None,
+) -> None:
+    """Print the MAS the controller builds for one query: JSON, a mermaid flowchart, or a runnable
+    AutoGen script (`--format autogen`)."""
+    if output_format not in ("json", "mermaid", "autogen"):
+        raise AgentBalanceError(f"unknown --format {output_format!r}; use json, mermaid or autogen")
+    from agentbalance.trained import TrainedController
+
+    controller = TrainedController.load(model)
+    mas = controller.construct(query, serve_budget(budget_tok, budget_lat))
+    if output_format == "autogen":
+        from agentbalance.adapters.autogen import autogen_script
+
+        text = autogen_script(mas, controller.catalog(), controller.roles, query=query)
+    else:
+        text = json.dumps(mas.to_json(), indent=2) if output_format == "json" else mas.to_mermaid()
+    sys.stdout.write(text + "\n")
