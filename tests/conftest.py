@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,20 +33,90 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def shared_embeddings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embedding store for the whole session: an embedding depends only on its text, model and
+    precision (its key), so tests that do not test the cache itself need not embed a question twice."""
+    return tmp_path_factory.mktemp("shared-embeddings")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test writes to the user's real cache directory."""
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, shared_embeddings: Path
+) -> None:
+    """No test writes to the user's real cache directory; each test gets its own response cache, and
+    the session's shared embedding store (CLI subprocesses inherit both)."""
     monkeypatch.setenv("AGENTBALANCE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("AGENTBALANCE_EMBEDDING_CACHE_DIR", str(shared_embeddings))
 
 
 @pytest.fixture(scope="session")
-def small_experiment(tmp_path_factory: pytest.TempPathFactory) -> Experiment:
+def small_experiment(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Path) -> Experiment:
     """A small simulated-world Experiment (48 / 16 / 32 questions), shared by the evaluation tests."""
     from agentbalance.experiment import Experiment, ExperimentSpec
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AGENTBALANCE_CACHE_DIR", str(tmp_path_factory.mktemp("experiment-cache")))
+        patch.setenv("AGENTBALANCE_EMBEDDING_CACHE_DIR", str(shared_embeddings))
         return Experiment.open(ExperimentSpec(sizes=(48, 16, 32)))
+
+
+SMALL_BUILD = ("--train", "40", "--val", "20", "--test", "20", "--epochs", "1", "--restarts", "1")
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Path) -> Path:
+    """One small trained controller (simulated world, Tok 0.5 and Lat 60 budgets) built once per session:
+    the run folder every test of `run --model`, `evaluate`, `export` and `TrainedController` reads (and
+    none writes: copy it first to change it)."""
+    from agentbalance.budgets import Budget
+    from agentbalance.experiment import ExperimentSpec
+    from agentbalance.train.build import BuildSpec, build
+    from agentbalance.train.reinforce import TrainConfig
+
+    out = tmp_path_factory.mktemp("trained-run") / "run"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENTBALANCE_CACHE_DIR", str(out.parent / "cache"))
+        patch.setenv("AGENTBALANCE_EMBEDDING_CACHE_DIR", str(shared_embeddings))
+        spec = BuildSpec(ExperimentSpec(sizes=(40, 20, 20)), Budget(0.5, 60.0), TrainConfig(epochs=1), restarts=1)
+        build(spec, out)
+    return out
+
+
+def agentbalance(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command line as a user runs it from `cwd` (relative paths resolve there), in this process: the
+    fast path where a subprocess is not the point (`agentbalance_process` where it is)."""
+    with contextlib.chdir(cwd):
+        code, out, err = cli(*args, env={"COLUMNS": "160", **(env or {})})
+    return subprocess.CompletedProcess(["agentbalance", *args], code, out, err)
+
+
+def agentbalance_process(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """The command line in a fresh Python process (`python -m agentbalance.cli`), for what only a process
+    shows: start-up imports, environment-driven logging, signals."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentbalance.cli", *args],
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "160", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """The `agentbalance` command line in this process (exit code, stdout, stderr): the fast path for tests
+    where a subprocess is not the point. An exception escaping it (a traceback for a user) fails the test."""
+    from typer.testing import CliRunner
+
+    from agentbalance.cli import app
+
+    result = CliRunner().invoke(app, [str(arg) for arg in args], env={"COLUMNS": "200", **(env or {})})
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"{type(result.exception).__name__} escaped the CLI") from result.exception
+    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
@@ -27,21 +26,12 @@ from agentbalance.runtime.runner import Caps
 from agentbalance.tasks.registry import load_task
 from agentbalance.worlds.live import LiveWorld
 from agentbalance.worlds.replay import ReplayWorld
+from tests.conftest import cli
 from tests.test_catalog import write_catalog
 from tests.test_replay_world import mcq_tables, write_world
 
 HUGE = "1" + "0" * 5000  # Python refuses to read an integer of more than 4,300 digits
 DEEP = "[" * 100_000 + "]" * 100_000
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """The command line in this process; an exception escaping it (a traceback for a user) fails the test."""
-    from agentbalance.cli import app
-
-    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200", **(env or {})})
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise AssertionError(f"{type(result.exception).__name__} escaped the CLI") from result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def one_error_line(done: tuple[int, str, str], *expected: str, noise: tuple[str, ...] = ()) -> None:

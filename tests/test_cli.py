@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,19 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO
-
-
-def agentbalance(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "160"}
-    return subprocess.run(
-        [sys.executable, "-m", "agentbalance.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.conftest import REPO, agentbalance
 
 
 def test_pools_json_from_another_directory_uses_the_shipped_catalog(tmp_path: Path) -> None:

@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import agentbalance
 from tests.loopback_server import LoopbackServer
 
 SMALL = ["--train", "24", "--val", "12", "--test", "12", "--epochs", "2", "--restarts", "1"]
-
-
-def agentbalance(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agentbalance.cli", *args],
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "160", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def write_two_agent_mas(path: Path) -> None:
@@ -54,7 +42,7 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert set(result) == {"perf", "tok", "lat", "budget_tok", "budget_lat", "feasible", "split", "n", "out"}
+    assert set(result) == {"perf", "tok", "lat", "budget_tok", "budget_lat", "feasible", "split", "n", "n_graded", "out"}
     assert result["split"] == "test" and result["n"] == 12 and result["budget_tok"] == 0.5
     return folder / "run"
 
