@@ -80,7 +80,7 @@ def violations(path: Path, where: str) -> list[str]:
             found.append(f"{where}:{line}: torch.load without weights_only=True (unpickles code)")
         if keyword(call, "shell") is True:
             found.append(f"{where}:{line}: {name}(..., shell=True)")
-        if name.endswith("parse_expr") and where != "agentbalance/tasks/scoring.py":
+        if name.endswith("parse_expr") and where != "agentbalance/tasks/scoring/math.py":
             found.append(f"{where}:{line}: sympy parse_expr (evaluates) outside the whitelisted scorer")
     return found
 
@@ -108,7 +108,7 @@ def test_the_scan_sees_what_it_looks_for_and_not_lookalikes(tmp_path: Path) -> N
 
 
 def test_the_only_parse_expr_sees_whitelisted_arithmetic() -> None:
-    scorer = PACKAGE / "tasks" / "scoring.py"
+    scorer = PACKAGE / "tasks" / "scoring" / "math.py"
     tree = ast.parse(scorer.read_text(encoding="utf-8"))
     owners = [
         function.name

@@ -120,7 +120,7 @@ def _sweep(
             record(CurveRow(name, setting, evaluation.perf, evaluation.tok, evaluation.lat, evaluation.n))
     summary = summarise_curve(rows, methods)
     _write_summary(out / "summary.csv", summary)
-    from agentbalance.plots import plot_curves
+    from agentbalance.evaluation.curve_plot import plot_curves
 
     base_row = next(r for r in rows if r.method == BASE_METHOD)
     for axis in ("tok", "lat"):

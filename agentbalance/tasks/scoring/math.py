@@ -1,154 +1,16 @@
-"""Answer extraction and scoring for MCQ (MMLU-style), MATH, GSM8K and code completions: pure functions on text.
+"""MATH answers: boxed and stated final answers, their normalisation, and equivalence via whitelisted sympy.
 
-It must never execute model output: no eval/exec of completions; sympy only sees whitelisted arithmetic tokens.
+It must never execute model output: sympy only sees whitelisted arithmetic tokens.
 """
 
 from __future__ import annotations
 
-import ast
 import math
 import re
-import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
-from functools import lru_cache
 from tokenize import TokenError
 from typing import Any
-
-__all__ = [
-    "extract_boxed",
-    "extract_choice",
-    "extract_code",
-    "extract_final_number",
-    "extract_math_answer",
-    "math_equivalent",
-    "normalize_math_answer",
-    "numbers_equal",
-]
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Multiple choice
-
-_ANSWER_CUE = (
-    r"(?:\banswer\b|\b(?:correct|right|best|final)[^\S\n]+(?:option|choice)\b)"
-    # a connector is required ("answer is", "Answer:", "**Answer:**"), so "I will answer A" is not a statement
-    r"(?:[^\S\n]*(?:(?:\*\*|__)[^\S\n]*)?(?::|=|\bis\b|\bwas\b|\b(?:would|should|will|must)[^\S\n]+be\b|[-–—](?=\s)))+"
-    r"[\s*_$\"'`]*"
-    r"(?:(?:option|choice|letter)\b[\s*_$:]*)?"
-    r"(?:(?P<open>[\(\[{])[\s*_$]*)?"
-)
-_NOT_PART_OF_WORD = r"(?![A-Za-z0-9]|['’][A-Za-z])"
-_LOWERCASE_LETTER_ENDS = re.compile(r"[^\S\n]*(?:$|[\n.,;:!?)\]}*$\"'`])")
-_PRONOUN_I = re.compile(
-    r"[^\S\n]+(?:think|believe|am|guess|would|will|feel|can|need|have|do|don't|must|should|could|might|was)\b",
-    re.IGNORECASE,
-)
-_ARTICLE_OR_PRONOUN = re.compile(r"[^\S\n]+(?P<word>[a-z]+)")
-_LETTER_VERBS = frozenset(
-    {"is", "seems", "appears", "looks", "would", "should", "must", "fits", "matches", "because", "since", "as"}
-)
-_LINE_DECORATION = " \t>#-*_"  # characters that may surround a bare answer line (a set on purpose: markdown marks)
-
-
-@lru_cache(maxsize=32)
-def _choice_patterns(valid: tuple[str, ...]) -> dict[str, re.Pattern[str]]:
-    upper = "".join(re.escape(c) for c in valid)
-    both = upper + "".join(re.escape(c.lower()) for c in valid)
-    return {
-        "statement": re.compile(_ANSWER_CUE + rf"(?P<letter>[{both}]){_NOT_PART_OF_WORD}", re.IGNORECASE),
-        "option": re.compile(
-            rf"\b(?:option|choice)[^\S\n]*(?P<open>[\(\[])?(?P<letter>[{both}]){_NOT_PART_OF_WORD}", re.IGNORECASE
-        ),
-        "bare_line": re.compile(rf"[\(\[]?(?P<letter>[{both}])[\)\]]?[.:]?"),
-        "line_marker": re.compile(rf"[\(\[]?(?P<letter>[{upper}])[\)\].:](?:\s|\*|$)"),
-        "marker": re.compile(rf"\((?P<a>[{upper}])\)|\[(?P<b>[{upper}])\]|\*\*(?P<c>[{upper}])\*\*"),
-        "standalone": re.compile(rf"(?<![A-Za-z0-9'’\\])(?P<letter>[{upper}]){_NOT_PART_OF_WORD}"),
-    }
-
-
-def _valid_letters(letters: Sequence[str]) -> tuple[str, ...]:
-    valid = tuple(str(letter).strip().upper() for letter in letters)
-    for letter in valid:
-        if len(letter) != 1 or not letter.isalpha() or not letter.isascii():
-            raise ValueError(f"choice letters must be single ASCII letters, got {letter!r} in {letters!r}")
-    return valid
-
-
-def _is_word_not_letter(text: str, match: re.Match[str]) -> bool:
-    """An "A"/"I" followed by an ordinary word is the article/pronoun ("A cat", "I think"), not an option."""
-    letter = match.group("letter")
-    if letter not in "AI":
-        return False
-    following = _ARTICLE_OR_PRONOUN.match(text, match.end())
-    return following is not None and following.group("word") not in _LETTER_VERBS
-
-
-def _statement_letters(text: str, patterns: dict[str, re.Pattern[str]]) -> Iterator[tuple[int, str]]:
-    """(position, letter) of every explicit "answer is X"/"Answer: X" statement that names a valid letter."""
-    for match in patterns["statement"].finditer(text):
-        letter = match.group("letter")
-        if not match.group("open"):
-            if letter.islower() and not _LOWERCASE_LETTER_ENDS.match(text, match.end()):
-                continue  # "the answer is a bit unclear"
-            if letter == "I" and _PRONOUN_I.match(text, match.end()):
-                continue  # "Answer: I think ..."
-        yield match.start(), letter.upper()
-
-
-def _boxed_letters(text: str, patterns: dict[str, re.Pattern[str]]) -> Iterator[tuple[int, str]]:
-    """(position, letter) of every \\boxed{X} whose content is a valid letter, possibly wrapped or followed by text."""
-    for start, content in _boxed_contents(text):
-        inner = _unwrap_text_commands(content).strip().strip("()[]{}$* ")
-        match = patterns["bare_line"].match(inner)
-        if match and (match.end() == len(inner) or not inner[match.end()].isalnum()):
-            yield start, match.group("letter").upper()
-
-
-def extract_choice(text: str, letters: Sequence[str] = "ABCD") -> str | None:
-    """The option letter a completion commits to, or None.
-
-    Tiers, strongest first, so that a stated answer beats a letter merely mentioned: the LAST explicit statement
-    ("answer is (C)", "**Answer:** C", "\\boxed{C}"); the last line that is only a letter ("C", "(C)", "**C**");
-    the last "Option C"; a line opening with an option marker ("C. Paris") when only one letter does; a
-    parenthesised or bold marker when only one letter is marked; a standalone capital when only one appears.
-    Letters inside words and the article/pronoun "A"/"I" before a word are never taken.
-    """
-    valid = _valid_letters(letters)
-    if not valid or not text:
-        return None
-    patterns = _choice_patterns(valid)
-
-    stated = [*_statement_letters(text, patterns), *_boxed_letters(text, patterns)]
-    if stated:
-        return max(stated)[1]
-
-    lines = text.splitlines()
-    for line in reversed(lines):
-        core = line.strip(_LINE_DECORATION)
-        match = patterns["bare_line"].fullmatch(core)
-        if match:
-            return match.group("letter").upper()
-
-    for match in reversed(list(patterns["option"].finditer(text))):
-        letter = match.group("letter")
-        if letter.islower() and not match.group("open") and not _LOWERCASE_LETTER_ENDS.match(text, match.end()):
-            continue
-        return letter.upper()
-
-    opening = {m.group("letter") for line in lines if (m := patterns["line_marker"].match(line.lstrip(" \t>*-#")))}
-    if len(opening) == 1:
-        return opening.pop()
-
-    marked = {next(g for g in m.groups() if g) for m in patterns["marker"].finditer(text)}
-    if len(marked) == 1:
-        return marked.pop()
-
-    standalone = {m.group("letter") for m in patterns["standalone"].finditer(text) if not _is_word_not_letter(text, m)}
-    if len(standalone) == 1:
-        return standalone.pop()
-    return None
-
 
 # ---------------------------------------------------------------------------------------------------------------------
 # \boxed{...}
@@ -174,7 +36,7 @@ def _brace_partners(text: str) -> dict[int, int]:
     return partners
 
 
-def _boxed_contents(text: str) -> Iterator[tuple[int, str]]:
+def boxed_contents(text: str) -> Iterator[tuple[int, str]]:
     """(position, content) of each complete \\boxed{...}/\\fbox{...} (and the brace-less "\\boxed 5" form)."""
     partners: dict[int, int] | None = None
     for match in _BOXED.finditer(text):
@@ -199,7 +61,7 @@ def extract_boxed(text: str) -> str | None:
     The last one, because models box intermediate results before the final one.
     """
     last = None
-    for _, content in _boxed_contents(text):
+    for _, content in boxed_contents(text):
         last = content
     return last.strip() if last is not None else None
 
@@ -263,7 +125,7 @@ _THOUSANDS = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _DECIMAL = re.compile(r"(?<![\d.])(\d*)\.(\d+)(?![\d.])")
 
 
-def _unwrap_text_commands(s: str) -> str:
+def unwrap_text_commands(s: str) -> str:
     for _ in range(5):  # nested \text{\textbf{...}} unwraps one level per pass
         unwrapped = _TEXT_WRAPPER.sub(r"\1", s)
         if unwrapped == s:
@@ -374,7 +236,7 @@ def normalize_math_answer(answer: str) -> str:
     s = re.sub(r" +", " ", s).strip().rstrip(" .")
 
     s = _strip_units(s)
-    s = _unwrap_text_commands(s)
+    s = unwrap_text_commands(s)
     s = _strip_units(s).strip().rstrip(" .")
     if s.count("=") == 1:
         s = _LEADING_VARIABLE.sub("", s)
@@ -643,151 +505,3 @@ def math_equivalent(predicted: str | None, gold: str) -> bool:
     if len(left_items) > 1 or len(right_items) > 1:
         return _elements_equal(left_items, right_items, ordered=False)
     return _atom_equal(left, right)
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# GSM8K
-
-_NUMBER = re.compile(
-    r"(?<![\w.])(?P<sign>[-−])?\$?[^\S\n]?(?P<value>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?![\d])"
-)
-_FINAL_NUMBER_CUE = re.compile(r"answer[^\S\n]*(?:is\b|:|=)", re.IGNORECASE)
-_PLAIN_NUMBER = re.compile(r"-?(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?")
-
-
-def _number_text(match: re.Match[str]) -> str:
-    return ("-" if match.group("sign") else "") + match.group("value").replace(",", "")
-
-
-def _first_number(text: str) -> str | None:
-    match = _NUMBER.search(text)
-    return _number_text(match) if match else None
-
-
-def extract_final_number(text: str) -> str | None:
-    """The final numeric answer of a GSM8K-style completion, commas and $ removed ("1,080." -> "1080").
-
-    The number after "####", else the one stated after the last "answer is"/"Answer:" (after its last "=" when the
-    statement is a calculation), else the one in \\boxed{}, else the last number in the text.
-    """
-    for marker in reversed(list(re.finditer("####", text))):
-        number = _first_number(text[marker.end() :].split("\n", 1)[0])
-        if number is not None:
-            return number
-    for cue in reversed(list(_FINAL_NUMBER_CUE.finditer(text))):
-        statement = text[cue.end() :].split("\n", 1)[0]
-        number = _first_number(statement.rsplit("=", 1)[-1])
-        if number is not None:
-            return number
-    boxed = extract_boxed(text)
-    if boxed is not None and (number := _first_number(boxed)) is not None:
-        return number
-    numbers = list(_NUMBER.finditer(text))
-    return _number_text(numbers[-1]) if numbers else None
-
-
-def _as_fraction(number: str) -> Fraction | None:
-    cleaned = number.strip().replace("−", "-").replace("$", "").replace(",", "").replace(" ", "")
-    cleaned = cleaned.rstrip(".").removesuffix("%")
-    if len(cleaned) > 100 or not _PLAIN_NUMBER.fullmatch(cleaned):
-        return None  # no exponents: Fraction("1e999999999") would build a billion-digit integer
-    try:
-        return Fraction(cleaned)
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
-def numbers_equal(a: str | None, b: str) -> bool:
-    """Whether two number strings are the same number ("18" = "18.0" = "$18", "1,800" = "1800"); None -> False.
-
-    Exact on rationals, with a 1e-9 relative slack only so that float round-off ("0.30000000000000004") is forgiven.
-    """
-    if a is None:
-        return False
-    left, right = _as_fraction(a), _as_fraction(b)
-    if left is None or right is None:
-        return False
-    return left == right or abs(left - right) <= Fraction(1, 10**9) * max(1, abs(right))
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Code
-
-_PYTHON_LANGUAGES = frozenset({"python", "py", "python3", "py3", "ipython"})
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
-
-
-@dataclass(frozen=True)
-class _CodeBlock:
-    """One fenced block: the language its opener names ("" when bare) and its content, fences excluded."""
-
-    language: str
-    code: str
-
-
-def _code_blocks(text: str) -> list[_CodeBlock]:
-    """Fenced blocks in order: the opener's info string gives the language; an unclosed last block runs to the end."""
-    blocks: list[_CodeBlock] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        opener = _FENCE_OPEN.match(lines[i])
-        i += 1
-        if opener is None:
-            continue
-        fence, indent = opener.group("fence"), len(opener.group("indent"))
-        language = re.match(r"[{.]*([A-Za-z0-9_+-]*)", opener.group("info").strip()).group(1).lower()
-        body: list[str] = []
-        while i < len(lines):
-            line = lines[i]
-            i += 1
-            stripped = line.strip()
-            if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
-                break
-            leading = len(line) - len(line.lstrip(" \t"))
-            body.append(line[min(indent, leading) :])
-        blocks.append(_CodeBlock(language, "\n".join(body).strip("\n")))
-    return blocks
-
-
-def _defines(code: str, entry_point: str) -> bool:
-    return (
-        re.search(rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(entry_point)}[ \t]*\(", code, re.MULTILINE) is not None
-    )
-
-
-def _parses(code: str) -> ast.Module | None:
-    try:
-        return ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-def extract_code(text: str, entry_point: str | None = None) -> str | None:
-    """The Python program in a completion, for the sandbox to run; None when there is none.
-
-    Fences are parsed as lines (```python, ```py, bare ```), never by stripping characters. Among python and untagged
-    blocks, the last that defines `def {entry_point}(` wins; else the last python-tagged block; else the last untagged
-    block that parses. Unfenced text is returned when it parses and defines entry_point (or, without one, contains
-    a statement beyond a bare expression, so that a word of prose is not "code").
-    """
-    blocks = _code_blocks(text)
-    if blocks:
-        candidates = [b for b in blocks if b.language in _PYTHON_LANGUAGES or not b.language]
-        if entry_point:
-            defining = [b for b in candidates if _defines(b.code, entry_point)]
-            if defining:
-                return defining[-1].code
-        tagged = [b for b in candidates if b.language]
-        if tagged:
-            return tagged[-1].code
-        untagged = [b for b in candidates if b.code.strip() and _parses(b.code) is not None]
-        return untagged[-1].code if untagged else None
-
-    code = textwrap.dedent(text).strip("\n")
-    module = _parses(code)
-    if module is None or not code.strip():
-        return None
-    if entry_point:
-        return code if _defines(code, entry_point) else None
-    return code if any(not isinstance(node, ast.Expr) for node in module.body) else None
