@@ -29,10 +29,12 @@ from agentbalance.adapters.autogen import AgentBalanceTeam, BalancedRun, GraphFl
 from agentbalance.budgets import Budget
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
+from agentbalance.experiment import ExperimentSpec
 from agentbalance.query import Query
+from agentbalance.splits import world_splits
 from agentbalance.train.build import BuildSpec, build
-from agentbalance.train.data import world_splits
 from agentbalance.train.reinforce import TrainConfig
+from agentbalance.trained import TrainedController
 from agentbalance.worlds.simulated import SimulatedWorld
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,21 +90,15 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for fraction, reference in levels:
         budget = Budget(fraction * reference["tok"], fraction * reference["lat"])
-        spec = BuildSpec(budget=budget, sizes=sizes, train=TrainConfig(epochs=args.epochs, seed=args.seed), restarts=1)
+        experiment = ExperimentSpec(world="sim", sizes=sizes, seed=args.seed)
+        spec = BuildSpec(experiment, budget=budget, train=TrainConfig(epochs=args.epochs), restarts=1)
         trained = time.perf_counter()
         with tempfile.TemporaryDirectory() as folder:
             built = build(spec, Path(folder) / "run", roles=roles)
+            controller = TrainedController.load(built.out, world=world, roles=roles, encoder=encoder)
         seconds = time.perf_counter() - trained
-        team = AgentBalanceTeam(
-            agents,
-            decision,
-            built.controller,
-            world=world,
-            budget=budget,
-            critics=critics,
-            domains=domains,
-            encoder=encoder,
-        )
+        # the controller serves the budget it was built for
+        team = AgentBalanceTeam(agents, decision, controller, world=world, critics=critics, domains=domains)
         balanced = summary(asyncio.run(team.run_many(test)))
         fitting = [arm for arm in arms if arm["tok"] <= budget.tok and arm["lat"] <= budget.lat]
         best_written = max(fitting, key=lambda arm: arm["perf"]) if fitting else None

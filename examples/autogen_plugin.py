@@ -22,10 +22,11 @@ from agentbalance.adapters.autogen import AgentBalanceTeam, BalancedRun, roles_f
 from agentbalance.budgets import Budget
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
+from agentbalance.experiment import ExperimentSpec
 from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query
+from agentbalance.splits import world_splits
 from agentbalance.train.build import BuildSpec, build
-from agentbalance.train.data import world_splits
 from agentbalance.train.reinforce import TrainConfig
 from agentbalance.worlds.simulated import SimulatedWorld
 
@@ -106,10 +107,10 @@ def train(agents: list[AssistantAgent], out: Path, budget: Budget, seed: int) ->
     """A small controller on the user's roles (sizes and epochs cut down so it takes well under 2 minutes)."""
     roles = roles_from_agents(agents, DECISION, CRITICS, DOMAINS)
     spec = BuildSpec(
+        ExperimentSpec(world="sim", sizes=(300, 100, 100), seed=seed),
         budget=budget,
-        sizes=(300, 100, 100),
         # a mild starting penalty, so a short training still explores the stronger backbones
-        train=TrainConfig(epochs=8, pretrain_steps=200, initial_kappa=0.05, seed=seed),
+        train=TrainConfig(epochs=8, pretrain_steps=200, initial_kappa=0.05),
         restarts=1,
     )
     started = time.perf_counter()

@@ -34,6 +34,7 @@ from autogen_core.models import (
 from agentbalance.adapters.autogen import (
     AgentBalanceTeam,
     AgentSlot,
+    GraphFlowRunner,
     WorldChatClient,
     WorldClients,
     autogen_names,
@@ -41,6 +42,7 @@ from agentbalance.adapters.autogen import (
     build_graphflow,
     roles_from_agents,
 )
+from agentbalance.budgets import Budget
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
@@ -50,6 +52,7 @@ from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.runner import Runner
 from agentbalance.splits import synthetic_split
+from agentbalance.trained import TrainedController
 from agentbalance.worlds.simulated import SimulatedWorld
 from tests.fakes import ScriptedWorld
 
@@ -132,8 +135,8 @@ def user_roles() -> RoleSet:
     return roles_from_agents(user_agents(), "final_answerer", critics=["skeptic"], domains={"calculator": ["math"]})
 
 
-def tiny_controller(seed: int = 0) -> Controller:
-    """An untrained controller over the user's roles and three real backbones (cheap: no encoder)."""
+def tiny_controller(seed: int = 0) -> TrainedController:
+    """An untrained controller over the user's roles and three real backbones (cheap: a hash encoder)."""
     generator = torch.Generator().manual_seed(seed)
     roles = user_roles()
     context = ControllerContext(
@@ -149,7 +152,8 @@ def tiny_controller(seed: int = 0) -> Controller:
         pool_count=2,
     )
     torch.manual_seed(seed)
-    return Controller(context, ControllerConfig(embed_dim=EMBED, hidden=8)).eval()
+    controller = Controller(context, ControllerConfig(embed_dim=EMBED, hidden=8)).eval()
+    return TrainedController(controller, roles, Budget(), encoder=HashEncoder())  # type: ignore[arg-type]
 
 
 def chain_and_fork() -> MAS:
@@ -246,7 +250,7 @@ def test_world_backed_flow_reproduces_the_runner_exactly(world: SimulatedWorld, 
     """Same answers, usage, cost and modelled latency as agentbalance's own runner: the world sees the same calls."""
     mas, roles = chain_and_fork(), user_roles()
     team = AgentBalanceTeam(user_agents(), "final_answerer", tiny_controller(), world=world, critics=["skeptic"],
-                            domains={"calculator": ["math"]}, encoder=HashEncoder())  # fmt: skip
+                            domains={"calculator": ["math"]})  # fmt: skip
     runner = Runner(world, roles)
     for query in queries:
         run = asyncio.run(team.run_mas(mas, query))
@@ -262,7 +266,7 @@ def test_world_backed_flow_reproduces_the_runner_exactly(world: SimulatedWorld, 
 def test_trace_usage_is_summed_from_models_usage_and_priced_from_the_catalog(
     world: SimulatedWorld, queries: list[Query]
 ) -> None:
-    team = AgentBalanceTeam(user_agents(), "final_answerer", tiny_controller(), world=world, encoder=HashEncoder())
+    team = AgentBalanceTeam(user_agents(), "final_answerer", tiny_controller(), world=world)
     run = asyncio.run(team.run_mas(chain_and_fork(), queries[0]))
     for agent in run.trace.agents:
         usages = [m.models_usage for m in run.result.messages if m.source == run.names[agent.id] and m.models_usage]
@@ -312,13 +316,50 @@ def test_world_client_speaks_the_chat_completion_protocol_without_a_tokenizer(wo
 
 def test_a_failed_world_call_is_recorded_and_the_flow_carries_on() -> None:
     scripted = ScriptedWorld(CATALOG, fail_agents={"a1"})
-    team = AgentBalanceTeam(user_agents(), "final_answerer", tiny_controller(), world=scripted, encoder=HashEncoder())
+    team = AgentBalanceTeam(user_agents(), "final_answerer", tiny_controller(), world=scripted)
     run = asyncio.run(team.run_mas(chain_and_fork(), Query(id="q", question="2 + 2?", answer="4")))
     by_id = {a.id: a for a in run.trace.agents}
     assert by_id["a1"].error is not None and "HTTP 500" in by_id["a1"].error
     final_call = next(c for c in scripted.calls if c.agent.id == "a3")
     assert [u.agent_id for u in final_call.inputs] == ["a2"]  # like the runner: no input from a failed agent
     assert run.trace.answer == "4"
+
+
+class FailingClient(EchoClient):
+    """An ordinary client whose endpoint is down."""
+
+    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:  # type: ignore[override]
+        self.received.append(list(messages))
+        raise ConnectionError("endpoint unreachable")
+
+
+def test_a_failing_ordinary_client_is_recorded_and_the_flow_carries_on() -> None:
+    """As the runner records an unexpected client error: the agent's error, what it cost (nothing), the rest runs."""
+    clients: dict[str, ChatCompletionClient] = {name: EchoClient(f"{name} says Answer: B") for name in BACKBONES}
+    clients["qwen3-30b-a3b"] = FailingClient("down")  # the skeptic's backbone
+    runner = GraphFlowRunner(user_roles(), clients=clients, catalog=CATALOG)
+    query = Query(id="mcq", question="Pick one.", choices=("x", "y", "z"), answer="B")
+    run = asyncio.run(runner.run(chain_and_fork(), query))
+    by_id = {a.id: a for a in run.trace.agents}
+    assert by_id["a1"].error == "ConnectionError: endpoint unreachable"
+    assert (by_id["a1"].cost_usd, by_id["a1"].prompt_tokens, by_id["a1"].answer) == (0.0, 0, None)
+    assert by_id["a3"].error is None and run.trace.answer == "B"
+    assert run.trace.correct is None  # no grader: ungraded (the one rule), not guessed
+
+
+def test_a_grader_grades_every_task_of_ordinary_clients() -> None:
+    """The one grading rule: without a world that knows the truth, the task's scorer decides, gold or not."""
+    clients = {name: EchoClient(f"{name} says Answer: B") for name in BACKBONES}
+    graded: list[tuple[str, str | None]] = []
+
+    def grader(query: Query, answer: str | None) -> bool | None:
+        graded.append((query.id, answer))
+        return answer == "B"
+
+    runner = GraphFlowRunner(user_roles(), clients=clients, catalog=CATALOG, grader=grader)
+    no_gold = Query(id="free", question="Pick one.", choices=("x", "y", "z"))
+    run = asyncio.run(runner.run(chain_and_fork(), no_gold))
+    assert run.trace.correct is True and graded == [("free", "B")]
 
 
 # ---- the plug-in
@@ -328,15 +369,15 @@ def test_gated_off_agent_is_not_in_the_graph_and_the_flow_completes(
     world: SimulatedWorld, queries: list[Query], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     controller = tiny_controller()
-    skeptic = controller.context.role_names.index("skeptic")
+    skeptic = controller.controller.context.role_names.index("skeptic")
 
     def gates(agents: torch.Tensor, *rest: torch.Tensor) -> torch.Tensor:
         logits = torch.full(agents.shape[:2], 10.0)
         logits[:, skeptic] = -10.0
         return logits
 
-    monkeypatch.setattr(controller.gating, "forward", gates)
-    team = AgentBalanceTeam(user_agents(), "final_answerer", controller, world=world, encoder=HashEncoder())
+    monkeypatch.setattr(controller.controller.gating, "forward", gates)
+    team = AgentBalanceTeam(user_agents(), "final_answerer", controller, world=world)
     run = asyncio.run(team.run(queries[0]))
     assert "skeptic" not in {a.role for a in run.mas.agents} and len(run.mas) == 3
     graph = build_graphflow(run.mas, echo_factory()[1], team.roles).graph
@@ -348,9 +389,7 @@ def test_gated_off_agent_is_not_in_the_graph_and_the_flow_completes(
 def test_agentbalance_team_runs_offline_end_to_end_with_a_fresh_flow_per_task(
     world: SimulatedWorld, queries: list[Query]
 ) -> None:
-    team = AgentBalanceTeam(
-        user_agents(), "final_answerer", tiny_controller(), world=world, critics=["skeptic"], encoder=HashEncoder()
-    )
+    team = AgentBalanceTeam(user_agents(), "final_answerer", tiny_controller(), world=world, critics=["skeptic"])
     runs = asyncio.run(team.run_many(queries[:3], concurrency=2))
     for query, run in zip(queries, runs, strict=False):
         assert run.trace.id == query.id and run.mas.query_id == query.id
@@ -389,11 +428,33 @@ def test_team_rejects_a_controller_of_other_roles_and_missing_clients(world: Sim
         AgentBalanceTeam(agents, "final_answerer", tiny_controller())
 
 
+def test_from_run_loads_a_trained_controller_over_the_teams_roles_and_backbones(
+    world: SimulatedWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded: list[dict[str, Any]] = []
+
+    def load(folder: Any, **options: Any) -> TrainedController:
+        loaded.append({"folder": folder, **options})
+        return tiny_controller()
+
+    monkeypatch.setattr(TrainedController, "load", staticmethod(load))
+    encoder = HashEncoder()
+    team = AgentBalanceTeam.from_run("runs/x", user_agents(), "final_answerer", world=world, encoder=encoder)
+    (options,) = loaded
+    assert options["folder"] == "runs/x" and options["world"] is world and options["encoder"] is encoder
+    assert options["catalog"] is None and options["roles"].names == team.roles.names
+    mas = team.plan([Query(id="q7", question="What is 2 + 3?"), "What is 2 + 3?"])
+    assert [m.query_id for m in mas] == ["q7", "task-" + hashlib.sha256(b"What is 2 + 3?").hexdigest()[:12]]
+
+
+def test_a_budget_the_controller_cannot_serve_is_refused_at_once(world: SimulatedWorld) -> None:
+    with pytest.raises(AgentBalanceError, match="trained for one budget"):
+        AgentBalanceTeam(user_agents(), "final_answerer", tiny_controller(), world=world, budget=Budget(0.1, 5.0))
+
+
 def test_team_over_ordinary_clients_measures_latency_and_parses_answers() -> None:
     clients: Mapping[str, ChatCompletionClient] = {name: EchoClient(f"{name} says Answer: B") for name in BACKBONES}
-    team = AgentBalanceTeam(
-        user_agents(), "final_answerer", tiny_controller(), clients=clients, catalog=CATALOG, encoder=HashEncoder()
-    )
+    team = AgentBalanceTeam(user_agents(), "final_answerer", tiny_controller(), clients=clients, catalog=CATALOG)
     query = Query(id="mcq", question="Pick one.", choices=("x", "y", "z"), answer="B")
     run = asyncio.run(team.run_mas(chain_and_fork(), query))
     assert run.trace.answer == "B" and run.trace.correct is None  # no grader given: unknown, not guessed

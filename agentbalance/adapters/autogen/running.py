@@ -1,0 +1,227 @@
+"""Runs any MAS as a fresh AutoGen GraphFlow per task, driving `Execution`: decide before each call, finish after.
+
+It never grades, schedules or caps on its own (the execution does), and never decides the MAS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from autogen_agentchat.base import TaskResult
+from autogen_core.models import (
+    ChatCompletionClient,
+    CreateResult,
+    LLMMessage,
+    ModelCapabilities,  # type: ignore[attr-defined]
+    ModelInfo,
+    RequestUsage,
+)
+from autogen_core.tools import Tool, ToolSchema
+
+from agentbalance.adapters.autogen.graphflow import AgentSlot, ClientSource, build_graphflow, client_for
+from agentbalance.adapters.autogen.world_client import WorldChatClient, WorldClients
+from agentbalance.catalog import Catalog
+from agentbalance.errors import AgentBalanceError
+from agentbalance.mas import MAS
+from agentbalance.query import Query, as_query
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.execution import NO_CAPS, AgentResult, Caps, Execution, Grader, Skip
+from agentbalance.runtime.trace import Trace
+from agentbalance.worlds.base import Completion, World
+
+Parse = Callable[[str, Query], "str | None"]
+NO_USAGE = RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+
+@dataclass(frozen=True)
+class BalancedRun:
+    """One task through the plug-in: AutoGen's TaskResult, agentbalance's Trace, and the MAS that ran."""
+
+    result: TaskResult
+    trace: Trace
+    mas: MAS
+    names: dict[str, str] = field(default_factory=dict)  # MAS agent id -> AutoGen agent name
+
+    @property
+    def answer(self) -> str | None:
+        return self.trace.answer
+
+
+class GraphFlowRunner:
+    """Runs any MAS as a fresh AutoGen GraphFlow per task and accounts for it as agentbalance's runner does:
+    both drive the same `Execution` (per-query caps, schedule, critical path, the one grading rule).
+
+    Exactly one of `clients` (backbone name -> model client, or a factory per agent) and `world` (every
+    call answered by an agentbalance world). `catalog` prices the usage (default: the world's). Answers
+    of ordinary clients are read by `parse` (default: an option letter, else the final math answer);
+    `grader` is the task's scorer (`execution.grade`: a world that knows the truth decides first).
+    """
+
+    def __init__(
+        self,
+        roles: RoleSet,
+        *,
+        clients: ClientSource | None = None,
+        world: World | None = None,
+        catalog: Catalog | None = None,
+        parse: Parse | None = None,
+        grader: Grader | None = None,
+        caps: Caps | None = None,
+    ) -> None:
+        if (clients is None) == (world is None):
+            raise AgentBalanceError("give exactly one of clients= (model clients per backbone) and world=")
+        catalog = catalog or (world.catalog if world is not None else None)
+        if catalog is None:
+            raise AgentBalanceError("catalog= is needed to price the usage of the given model clients")
+        self.roles = roles
+        self.clients = clients
+        self.world = world
+        self.catalog = catalog
+        self.parse = parse
+        self.grader = grader
+        self.caps = caps or NO_CAPS
+
+    async def run_many(self, pairs: Sequence[tuple[MAS, str | Query]], concurrency: int = 8) -> list[BalancedRun]:
+        """Several (MAS, task) pairs, at most `concurrency` flows at once; order kept."""
+        if concurrency < 1:
+            raise AgentBalanceError(f"concurrency must be at least 1, got {concurrency}")
+        limit = asyncio.Semaphore(concurrency)
+
+        async def one(mas: MAS, task: str | Query) -> BalancedRun:
+            async with limit:
+                return await self.run(mas, task)
+
+        return list(await asyncio.gather(*(one(mas, task) for mas, task in pairs)))
+
+    async def run(self, mas: MAS, task: str | Query) -> BalancedRun:
+        """Run `mas` on one task as a fresh GraphFlow; its trace is the execution's."""
+        query = as_query(task)
+        mas.check_against(self.catalog, self.roles)
+        execution = Execution(mas, query, self.roles, self.catalog, self.caps)
+        episode = WorldClients(self.world, query) if self.world is not None else None
+
+        def client(slot: AgentSlot) -> ChatCompletionClient:
+            inner = episode(slot) if episode is not None else client_for(self.clients, slot)  # type: ignore[arg-type]
+            return ExecutionClient(inner, slot, execution, self._parse)
+
+        built = build_graphflow(mas, client, self.roles)
+        started = time.perf_counter()
+        result = await built.flow.run(task=query.render())
+        wall_s = time.perf_counter() - started
+        for agent_id in mas.topological_order():  # an agent AutoGen never called (the flow stopped early)
+            if agent_id not in execution.results:
+                execution.finish(agent_id, AgentResult(error="the agent sent no message"))
+        world = self.world.name if self.world is not None else "autogen"
+        return BalancedRun(result, execution.trace(world, wall_s, self.grader), mas, built.names)
+
+    def _parse(self, text: str, query: Query) -> str | None:
+        if self.parse is not None:
+            return self.parse(text, query)
+        from agentbalance.worlds.live import default_parse
+
+        return default_parse(text, query)
+
+
+class ExecutionClient(ChatCompletionClient):
+    """One agent's model client in one flow, as the execution sees it: before the call it asks
+    `execution.decide` (a skipped agent never calls its model: it says a short note, or the skip's output,
+    at zero usage); after it, it folds the call in with `execution.finish` (usage as AutoGen reports it in
+    `models_usage`, USD at catalog prices, latency world-modelled for a world-backed client, else measured).
+    A failing call is recorded as the runner records it (AgentBalanceError, a user error, still raises)."""
+
+    def __init__(self, inner: ChatCompletionClient, slot: AgentSlot, execution: Execution, parse: Parse) -> None:
+        self.inner = inner
+        self.slot = slot
+        self.execution = execution
+        self.parse = parse
+
+    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:  # type: ignore[override]
+        agent_id = self.slot.agent.id
+        waiting = [p for p in self.execution.mas.predecessors(agent_id) if p not in self.execution.results]
+        if waiting:
+            raise AgentBalanceError(f"AutoGen called agent {agent_id!r} before its input(s) {waiting} answered")
+        skip = self.execution.decide(agent_id)
+        if skip is not None:
+            return self._skipped(skip)
+        failures = len(self.inner.failures) if isinstance(self.inner, WorldChatClient) else 0
+        started = time.perf_counter()
+        try:
+            result = await self.inner.create(messages, **kwargs)
+        except AgentBalanceError:
+            raise
+        except Exception as failure:  # a client error: recorded, never silent, and the flow carries on
+            seconds = time.perf_counter() - started
+            failed = AgentResult(error=f"{type(failure).__name__}: {failure}", failed_latency_s=seconds)
+            self.execution.finish(agent_id, failed)
+            return self._said(f"[{self.slot.name}: call failed: {failure}]", None, "unknown")
+        self.execution.finish(agent_id, self._result(result, time.perf_counter() - started, failures))
+        return result
+
+    def _skipped(self, skip: Skip) -> CreateResult:
+        self.execution.skip(self.slot.agent.id, skip)
+        text = skip.output.text if skip.output is not None else f"[{self.slot.name}: skipped: {skip.reason}]"
+        return self._said(text, skip.output, "stop")
+
+    def _said(self, text: str, output: Completion | None, finish: Any) -> CreateResult:
+        """What an agent that made no (successful) call says, at zero usage; a world-backed flow hears it too."""
+        if isinstance(self.inner, WorldChatClient):
+            self.inner.passed(text, output)
+        return CreateResult(finish_reason=finish, content=text, usage=NO_USAGE, cached=False)
+
+    def _result(self, result: CreateResult, seconds: float, failures_before: int) -> AgentResult:
+        """The call as the execution folds it in: the usage AutoGen reports, priced from the catalog."""
+        prompt, completion = result.usage.prompt_tokens, result.usage.completion_tokens
+        cost = self.execution.catalog[self.slot.agent.backbone].call_cost_usd(prompt, completion)
+        text = result.content if isinstance(result.content, str) else str(result.content)
+        inner = self.inner
+        if isinstance(inner, WorldChatClient):
+            if len(inner.failures) > failures_before:
+                failure = inner.failures[-1]
+                return AgentResult(
+                    error=str(failure) or type(failure).__name__,
+                    failed_latency_s=failure.latency_s,
+                    failed_cost_usd=cost,
+                    failed_prompt_tokens=prompt,
+                )
+            world = inner.completions[-1]  # the world's own completion: its answer, latency, truth (`correct`)
+            return AgentResult(
+                replace(world, text=text, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost)
+            )
+        answer = self.parse(text, self.execution.query) if text else None
+        return AgentResult(Completion(text, answer, prompt, completion, cost, seconds))
+
+    async def create_stream(  # type: ignore[override]
+        self, messages: Sequence[LLMMessage], **kwargs: Any
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        """The whole result as one chunk (asked and folded in once, by `create`), then the result."""
+        result = await self.create(messages, **kwargs)
+        if isinstance(result.content, str):
+            yield result.content
+        yield result
+
+    async def close(self) -> None:
+        """The inner client may serve other agents and flows: its owner closes it."""
+
+    def actual_usage(self) -> RequestUsage:
+        return self.inner.actual_usage()
+
+    def total_usage(self) -> RequestUsage:
+        return self.inner.total_usage()
+
+    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
+        return self.inner.count_tokens(messages, tools=tools)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = ()) -> int:
+        return self.inner.remaining_tokens(messages, tools=tools)
+
+    @property
+    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
+        return self.inner.capabilities
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return self.inner.model_info

@@ -1,0 +1,129 @@
+"""The three paths that execute a MAS (the async Runner, the training rollout, AutoGen GraphFlows) drive the one
+`Execution`, so on the same world they give the same traces: usage, cost, schedule, skips, answer, grading."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("autogen_agentchat", reason='AutoGen is an optional extra: pip install "agentbalance[autogen]"')
+
+from agentbalance.adapters.autogen import GraphFlowRunner
+from agentbalance.mas import MAS, Agent
+from agentbalance.query import Query
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.execution import Caps, Execution, Skip
+from agentbalance.runtime.rollout import rollout_execution
+from agentbalance.runtime.runner import Runner
+from agentbalance.runtime.trace import Trace
+from agentbalance.splits import synthetic_split
+from agentbalance.worlds import open_world
+from agentbalance.worlds.base import AgentCall, Completion, World
+
+ROLES = RoleSet.load("general")
+
+
+class CountingWorld:
+    """A world that answers as `inner` does and remembers which agents called it."""
+
+    def __init__(self, inner: World) -> None:
+        self.inner = inner
+        self.name, self.simulated, self.catalog = inner.name, inner.simulated, inner.catalog
+        self.called: list[str] = []
+
+    async def complete(self, call: AgentCall) -> Completion:
+        self.called.append(call.agent.id)
+        return await self.inner.complete(call)
+
+
+def solvers_and_decision() -> MAS:
+    """Two solvers (the second also reads the first) and the decision agent reading both."""
+    agents = [
+        Agent(id="s0", role="Knowledgeable Expert", backbone="qwen3-8b"),
+        Agent(id="s1", role="Scientist", backbone="qwen3-30b-a3b"),
+        Agent(id="d", role="Decision Maker", backbone="qwen3-235b-a22b"),
+    ]
+    return MAS(agents, [("s0", "s1"), ("s0", "d"), ("s1", "d")], "d")
+
+
+def chain() -> MAS:
+    """c0 -> c1 -> c2: a historian, an inspector reviewing it, the decision agent."""
+    cast = [("Historian", "qwen3-8b"), ("Inspector", "qwen3-30b-a3b"), ("Decision Maker", "qwen3-8b")]
+    agents = [Agent(id=f"c{i}", role=role, backbone=backbone) for i, (role, backbone) in enumerate(cast)]
+    return MAS(agents, [("c0", "c1"), ("c1", "c2")], "c2")
+
+
+def record(trace: Trace) -> dict[str, Any]:
+    """Everything a trace says but the measured wall time (texts included: the world's, on every path)."""
+    document = trace.to_json(with_text=True)
+    document.pop("wall_s")
+    return document
+
+
+def through_autogen(world: World, pairs: list[tuple[MAS, Query]], caps: Caps | None = None) -> list[Trace]:
+    runs = asyncio.run(GraphFlowRunner(ROLES, world=world, caps=caps).run_many(pairs))
+    return [run.trace for run in runs]
+
+
+@pytest.fixture(scope="module")
+def queries() -> list[Query]:
+    return synthetic_split("test", 10, seed=0)
+
+
+def test_runner_rollout_and_graphflow_give_the_same_traces(queries: list[Query]) -> None:
+    world = open_world("sim")
+    mas = solvers_and_decision()
+    pairs = [(mas, query) for query in queries]
+    by_runner = Runner(world, ROLES).run_sync(pairs)
+    by_rollout = [rollout_execution(world, ROLES, mas, query).trace(world.name, 0.0) for query in queries]  # type: ignore[arg-type]
+    by_autogen = through_autogen(world, pairs)
+    assert {t.correct for t in by_runner} == {True, False}  # the queries tell right from wrong
+    for runner, rollout, autogen in zip(by_runner, by_rollout, by_autogen, strict=True):
+        assert record(rollout) == record(runner)
+        assert record(autogen) == record(runner)
+
+
+@pytest.mark.parametrize("cap", ["max_usd after the first", "max_usd after the second", "max_seconds"])
+def test_a_per_query_cap_skips_the_same_agents_on_the_runner_and_on_graphflow(queries: list[Query], cap: str) -> None:
+    world, mas = open_world("sim"), chain()
+    pairs = [(mas, query) for query in queries[:4]]
+    for (_, query), free in zip(pairs, Runner(world, ROLES).run_sync(pairs), strict=True):
+        first, second, _ = free.agents
+        caps = {
+            "max_usd after the first": Caps(max_usd=first.cost_usd / 2),
+            "max_usd after the second": Caps(max_usd=first.cost_usd + second.cost_usd / 2),
+            "max_seconds": Caps(max_seconds=first.latency_s + second.latency_s / 2),
+        }[cap]
+        runner_world, autogen_world = CountingWorld(world), CountingWorld(world)
+        (by_runner,) = Runner(runner_world, ROLES, caps=caps).run_sync([(mas, query)])  # type: ignore[arg-type]
+        (by_autogen,) = through_autogen(autogen_world, [(mas, query)], caps)  # type: ignore[arg-type]
+        assert record(by_autogen) == record(by_runner)
+        skipped = [a.id for a in by_runner.agents if a.skipped]
+        assert skipped == (["c1", "c2"] if cap == "max_usd after the first" else ["c2"])
+        assert by_runner.capped is not None and by_runner.answer is None and by_runner.correct is False
+        assert autogen_world.called == runner_world.called == [a.id for a in mas.agents if a.id not in skipped]
+
+
+def test_a_skip_with_an_output_reaches_the_successors_on_both_paths(
+    queries: list[Query], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A skip may carry the completion its successors receive: GraphFlow delivers it as the runner does."""
+    passed = Completion("the inputs agree: B", "B", prompt_tokens=0, completion_tokens=0, cost_usd=0.0, latency_s=0.0)
+    decide = Execution.decide
+
+    def agreeing(execution: Execution, agent_id: str) -> Skip | None:
+        return Skip("inputs agree", passed) if agent_id == "c1" else decide(execution, agent_id)
+
+    monkeypatch.setattr(Execution, "decide", agreeing)
+    world, mas = open_world("sim"), chain()
+    runner_world, autogen_world = CountingWorld(world), CountingWorld(world)
+    pairs = [(mas, query) for query in queries[:3]]
+    by_runner = Runner(runner_world, ROLES).run_sync(pairs)  # type: ignore[arg-type]
+    by_autogen = through_autogen(autogen_world, pairs)  # type: ignore[arg-type]
+    for runner, autogen in zip(by_runner, by_autogen, strict=True):
+        assert record(autogen) == record(runner)
+        c1 = runner.agents[1]
+        assert (c1.skipped, c1.answer, c1.cost_usd, c1.prompt_tokens) == ("inputs agree", "B", 0.0, 0)
+    assert sorted(autogen_world.called) == sorted(runner_world.called) == ["c0"] * 3 + ["c2"] * 3  # never c1
