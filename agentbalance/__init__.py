@@ -3,6 +3,9 @@
 Importing the package must stay cheap: heavy dependencies (torch, sentence-transformers) load lazily.
 """
 
+from typing import TYPE_CHECKING, Any
+
+from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.catalog import Backbone, Catalog, CostAssumptions
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
@@ -14,11 +17,26 @@ from agentbalance.runtime.runner import Runner
 from agentbalance.runtime.trace import Trace
 from agentbalance.worlds import open_world
 
+if TYPE_CHECKING:
+    from agentbalance.trained import TrainedController
+
+
+def __getattr__(name: str) -> Any:
+    """`agentbalance.TrainedController` loads torch and the encoder only when first asked for."""
+    if name == "TrainedController":
+        from agentbalance.trained import TrainedController
+
+        return TrainedController
+    raise AttributeError(f"module 'agentbalance' has no attribute {name!r}")
+
+
 __all__ = [
     "MAS",
     "Agent",
     "AgentBalanceError",
     "Backbone",
+    "Budget",
+    "BudgetRange",
     "Caps",
     "Catalog",
     "CostAssumptions",
@@ -28,6 +46,7 @@ __all__ = [
     "RoleSet",
     "Runner",
     "Trace",
+    "TrainedController",
     "build_pools",
     "open_world",
     "pareto_front",
