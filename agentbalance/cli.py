@@ -28,7 +28,7 @@ from agentbalance.roles import RoleSet
 from agentbalance.runtime.runner import Caps, Runner
 from agentbalance.runtime.trace import Trace
 from agentbalance.tasks.base import Task
-from agentbalance.worlds import WORLD_HELP, LiveOptions, open_world
+from agentbalance.worlds import WORLD_HELP, LiveOptions, open_task, open_world
 from agentbalance.worlds.base import World
 
 if TYPE_CHECKING:
@@ -191,9 +191,7 @@ def _load_task(
         return None
     if question is not None or input_path is not None:
         raise AgentBalanceError("give queries one way: a QUERY text, --input FILE.jsonl, or --task NAME")
-    from agentbalance.tasks.registry import load_task
-
-    return load_task(name, data, limit, seed)
+    return open_task(name, data, limit, seed)
 
 
 def _queries_for(question: str | None, input_path: Path | None, world: World, task: Task | None = None) -> list[Query]:
@@ -764,10 +762,9 @@ def record(
     """Ask every backbone each question alone and write a replay world: calibrate once on real calls, train offline."""
     import asyncio
 
-    from agentbalance.tasks.registry import load_task
     from agentbalance.worlds.recording import record as record_world
 
-    loaded_task = load_task(task, data, limit, seed)
+    loaded_task = open_task(task, data, limit, seed)
     live = LiveOptions(
         base_url, cache_dir, not no_cache, timeout, concurrency, loaded_task.parse, api_key_file=api_key_file
     )

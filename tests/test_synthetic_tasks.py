@@ -10,7 +10,7 @@ import pytest
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import DOMAINS
-from agentbalance.tasks import generate_synthetic, synthetic_topics
+from agentbalance.worlds.simulated.questions import generate_synthetic, synthetic_topics
 
 N = 2000
 SEED = 11

@@ -29,12 +29,11 @@ from agentbalance.pooling import build_pools
 from agentbalance.query import Query
 from agentbalance.roles import Role, RoleSet
 from agentbalance.tasks.base import Task
-from agentbalance.tasks.registry import load_task
 from agentbalance.train.budgets import Budget, BudgetRange
 from agentbalance.train.checkpoints import RestartCheckpoints, build_fingerprint
 from agentbalance.train.data import Splits, task_splits, world_splits
 from agentbalance.train.reinforce import TrainConfig, Trainer, TrainResult, evaluation_json
-from agentbalance.worlds import LiveOptions, open_world
+from agentbalance.worlds import LiveOptions, open_task, open_world
 
 CHECKPOINT_VERSION = 1
 
@@ -80,7 +79,7 @@ def embed_queries(encoder: TextEncoder, queries: list[Query]) -> dict[str, torch
 
 def resolve_world(spec: BuildSpec) -> tuple[Any, ControllerCatalogs, RoleSet, Task | None]:
     """The world, the catalogs the controller sees, the role library, and the task if one is named."""
-    task = load_task(spec.task, spec.data, spec.limit, spec.train.seed) if spec.task else None
+    task = open_task(spec.task, spec.data, spec.limit, spec.train.seed) if spec.task else None
     live = spec.live or LiveOptions()
     if task is not None:
         live = dataclasses.replace(live, parse=task.parse)
