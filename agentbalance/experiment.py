@@ -23,8 +23,7 @@ from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import Grader, Outcome, execute
 from agentbalance.splits import Splits, task_splits, world_splits
 from agentbalance.tasks.base import Task
-from agentbalance.tasks.registry import load_task
-from agentbalance.worlds import LiveOptions, open_world
+from agentbalance.worlds import LiveOptions, open_task, open_world
 from agentbalance.worlds.base import RecordedWorld, SyncWorld, World, pooled_catalog
 
 
@@ -56,7 +55,7 @@ def task_roles(task: Task) -> str:
 
 def experiment_task(spec: ExperimentSpec) -> Task | None:
     """The task named by the spec (its questions and scorer), if any."""
-    return load_task(spec.task, spec.data, spec.limit, spec.seed) if spec.task else None
+    return open_task(spec.task, spec.data, spec.limit, spec.seed) if spec.task else None
 
 
 def resolve_world(spec: ExperimentSpec) -> tuple[World, ControllerCatalogs, RoleSet, Task | None]:

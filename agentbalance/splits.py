@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import DOMAINS, Query
-from agentbalance.tasks.synthetic import generate_synthetic
 from agentbalance.worlds.base import RecordedWorld, World
+from agentbalance.worlds.simulated.questions import generate_synthetic
 
 SPLIT_SEED_OFFSETS = {"train": 1_000, "val": 2_000, "test": 3_000}  # synthetic items of each split never overlap
 

@@ -19,9 +19,9 @@ from agentbalance.catalog import Catalog
 from agentbalance.mas import Agent
 from agentbalance.query import DOMAINS, Query
 from agentbalance.roles import Role, RoleSet
-from agentbalance.tasks.synthetic import generate_synthetic
 from agentbalance.worlds.base import AgentCall, Completion, Upstream
 from agentbalance.worlds.simulated import SimulatedWorld
+from agentbalance.worlds.simulated.questions import generate_synthetic
 
 RESULTS = Path(__file__).resolve().parent / "results"
 AGENT = Agent(id="a", role="agent", backbone="agent")

@@ -1,4 +1,4 @@
-"""The wheel carries the shipped catalogs and role libraries, so defaults work outside a checkout."""
+"""The wheel carries the shipped catalogs, role libraries and question banks, so defaults work outside a checkout."""
 
 from __future__ import annotations
 
@@ -37,3 +37,5 @@ def test_wheel_contains_shipped_pools_and_roles(tmp_path: Path) -> None:
     for shipped in sorted((REPO / "pools").glob("*.yaml")) + sorted((REPO / "roles").glob("*.yaml")):
         assert f"agentbalance/_shipped/{shipped.parent.name}/{shipped.name}" in names
     assert "agentbalance/cli/__init__.py" in names
+    banks = sorted((REPO / "agentbalance" / "worlds" / "simulated" / "banks").glob("*.yaml"))
+    assert banks and all(f"agentbalance/worlds/simulated/banks/{bank.name}" in names for bank in banks)

@@ -15,9 +15,9 @@ from agentbalance.catalog import Backbone, Catalog
 from agentbalance.mas import Agent
 from agentbalance.query import DOMAINS, Query
 from agentbalance.roles import Role, RoleSet
-from agentbalance.tasks.synthetic import generate_synthetic
 from agentbalance.worlds.base import AgentCall, Completion, Upstream
 from agentbalance.worlds.simulated import SimulatedWorld
+from agentbalance.worlds.simulated.questions import generate_synthetic
 
 CATALOG = Catalog.load()
 LIBRARIES = {domain: RoleSet.load(domain) for domain in DOMAINS}

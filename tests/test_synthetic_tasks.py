@@ -1,16 +1,31 @@
-"""Synthetic queries: reproducible per index, varied, calibrated difficulty that text reveals only partly."""
+"""Synthetic queries: reproducible per index, varied, calibrated difficulty that text reveals only partly; their
+question banks load through a strict schema."""
 
 from __future__ import annotations
 
+import ast
 import re
+import shutil
 from itertools import pairwise
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import DOMAINS
-from agentbalance.tasks import generate_synthetic, synthetic_topics
+from agentbalance.worlds.simulated.questions import generate_synthetic, synthetic_topics
+from agentbalance.worlds.simulated.questions.banks import (
+    BANK_DIR,
+    BANKS,
+    CodeTopics,
+    GeographyBank,
+    MathBank,
+    bank_path,
+    load_bank,
+    read_bank,
+)
+from agentbalance.worlds.simulated.questions.code import topic_specs
 
 N = 2000
 SEED = 11
@@ -144,3 +159,55 @@ def test_an_unknown_domain_or_a_negative_count_is_a_user_error() -> None:
         generate_synthetic("chemistry", 5, 0)
     with pytest.raises(AgentBalanceError, match="count"):
         generate_synthetic("math", -1, 0)
+
+
+# ----------------------------------------------------------------------------- the question banks
+
+
+def test_every_shipped_bank_loads_and_every_bank_file_has_a_schema() -> None:
+    for schema in BANKS:
+        assert load_bank(schema) is load_bank(schema)  # read once per process
+    assert sorted(path.name for path in BANK_DIR.glob("*.yaml")) == sorted(bank_path(s).name for s in BANKS)
+    for topic in CodeTopics.model_fields:
+        assert topic_specs(topic)  # every spec's example drawer or writer exists
+    assert {t.name for t in synthetic_topics("code")} == set(CodeTopics.model_fields)
+
+
+def _copy(schema: type, tmp_path: Path) -> Path:
+    return Path(shutil.copy(bank_path(schema), tmp_path / bank_path(schema).name))
+
+
+def test_a_bank_with_an_unknown_key_is_an_error_naming_the_file_and_the_key(tmp_path: Path) -> None:
+    path = _copy(GeographyBank, tmp_path)
+    path.write_text(path.read_text(encoding="utf-8") + "capitols: []\n", encoding="utf-8")
+    with pytest.raises(AgentBalanceError) as error:
+        read_bank(path, GeographyBank)
+    assert str(path) in str(error.value) and "capitols" in str(error.value)
+    assert "Extra inputs are not permitted" in str(error.value)
+
+
+def test_a_bank_value_of_the_wrong_type_is_an_error_naming_the_file_and_the_field(tmp_path: Path) -> None:
+    path = _copy(GeographyBank, tmp_path)
+    text = path.read_text(encoding="utf-8")
+    assert "  offset: -0.3\n" in text
+    path.write_text(text.replace("  offset: -0.3\n", "  offset: rather obscure\n", 1), encoding="utf-8")
+    with pytest.raises(AgentBalanceError) as error:
+        read_bank(path, GeographyBank)
+    assert f"{path}: facts.0.offset:" in str(error.value)
+
+
+def test_a_template_with_an_unknown_placeholder_is_an_error_naming_it(tmp_path: Path) -> None:
+    path = _copy(MathBank, tmp_path)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("{subject} exercise", "{subjcet} exercise", 1), encoding="utf-8")
+    with pytest.raises(AgentBalanceError, match=r"frames\.0: .*unknown placeholder \{subjcet\}") as error:
+        read_bank(path, MathBank)
+    assert str(path) in str(error.value)
+
+
+def test_the_questions_never_import_the_simulator_or_the_tasks() -> None:
+    for module in (Path(__file__).resolve().parent.parent / "agentbalance/worlds/simulated/questions").glob("*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        imported = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+        forbidden = [m for m in imported if m.startswith(("agentbalance.worlds.simulated.world", "agentbalance.tasks"))]
+        assert not forbidden, f"{module.name} imports {forbidden}"

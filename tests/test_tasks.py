@@ -22,7 +22,8 @@ from agentbalance.tasks.base import Task
 from agentbalance.tasks.humaneval import complete_program
 from agentbalance.tasks.registry import TASK_NAMES, load_task
 from agentbalance.tasks.replay_questions import load_replay_questions
-from agentbalance.tasks.synthetic import generate_synthetic
+from agentbalance.worlds import open_task, task_names
+from agentbalance.worlds.simulated.questions import generate_synthetic
 from tests.conftest import REPLAY_WORLDS
 
 TASKS_DIR = Path(__file__).resolve().parent.parent / "agentbalance" / "tasks"
@@ -181,26 +182,17 @@ MBPP_RECORD = {
 # ----------------------------------------------------------------------------- the registry
 
 
-def test_registry_names_every_benchmark_and_synthetic_domain() -> None:
-    assert TASK_NAMES == (
-        "mmlu",
-        "mmlu-pro",
-        "math",
-        "gsm8k",
-        "humaneval",
-        "mbpp",
-        "jsonl",
-        "replay",
-        "synthetic-general",
-        "synthetic-math",
-        "synthetic-code",
-    )
+def test_registry_names_every_benchmark_and_open_task_adds_the_synthetic_domains() -> None:
+    assert TASK_NAMES == ("mmlu", "mmlu-pro", "math", "gsm8k", "humaneval", "mbpp", "jsonl", "replay")
+    assert task_names() == (*TASK_NAMES, "synthetic-general", "synthetic-math", "synthetic-code")
+    with pytest.raises(AgentBalanceError, match="unknown task 'synthetic-math'"):
+        load_task("synthetic-math")  # the registry alone: the simulator's tasks live above it, in worlds
 
 
 def test_unknown_task_lists_the_valid_ones() -> None:
     with pytest.raises(AgentBalanceError, match="unknown task 'mmlu_pro'") as error:
-        load_task("mmlu_pro")
-    assert all(name in str(error.value) for name in TASK_NAMES)
+        open_task("mmlu_pro")
+    assert all(name in str(error.value) for name in task_names())
 
 
 def test_tasks_never_import_worlds_policy_or_runtime_and_never_datasets_at_import() -> None:
@@ -511,7 +503,7 @@ def test_replay_task_reads_every_shared_world(shared_data: Path, world: str) -> 
     ],
 )
 def test_synthetic_tasks_read_the_simulated_worlds_answers_and_score_exactly(domain: str, completion: str) -> None:
-    task = load_task(f"synthetic-{domain}", limit=8, seed=3)
+    task = open_task(f"synthetic-{domain}", limit=8, seed=3)
     queries = list(task.items())
     assert task.domain == domain and queries == generate_synthetic(domain, 8, 3)
     for query in queries:
@@ -522,9 +514,9 @@ def test_synthetic_tasks_read_the_simulated_worlds_answers_and_score_exactly(dom
 
 
 def test_synthetic_default_count_and_seed() -> None:
-    assert len(load_task("synthetic-math")) == 500  # type: ignore[arg-type]
-    assert list(load_task("synthetic-general", limit=3, seed=1).items()) != list(
-        load_task("synthetic-general", limit=3, seed=2).items()
+    assert len(open_task("synthetic-math")) == 500  # type: ignore[arg-type]
+    assert list(open_task("synthetic-general", limit=3, seed=1).items()) != list(
+        open_task("synthetic-general", limit=3, seed=2).items()
     )
 
 
@@ -630,7 +622,7 @@ def test_every_task_satisfies_the_protocol_and_a_known_domain(
         load_task("gsm8k", write_jsonl(tmp_path / "g.jsonl", GSM8K_RECORDS)),
         load_task("humaneval", write_jsonl(tmp_path / "h.jsonl", [HUMANEVAL_RECORD])),
         load_task("mbpp", write_jsonl(tmp_path / "m.jsonl", [MBPP_RECORD])),
-        load_task("synthetic-code", limit=2),
+        open_task("synthetic-code", limit=2),
     ]
     for task in tasks:
         assert isinstance(task, Task) and task.domain in DOMAINS

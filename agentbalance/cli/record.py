@@ -13,7 +13,7 @@ from rich.console import Console
 
 from agentbalance.catalog import Catalog
 from agentbalance.cli.app import ApiKeyFileOption, reports_user_errors
-from agentbalance.worlds import LiveOptions, open_world
+from agentbalance.worlds import LiveOptions, open_task, open_world
 
 
 @reports_user_errors
@@ -35,10 +35,9 @@ def record(
     """Ask every backbone each question alone and write a replay world: calibrate once on real calls, train offline."""
     import asyncio
 
-    from agentbalance.tasks.registry import load_task
     from agentbalance.worlds.recording import record as record_world
 
-    loaded_task = load_task(task, data, limit, seed)
+    loaded_task = open_task(task, data, limit, seed)
     live = LiveOptions(
         base_url, cache_dir, not no_cache, timeout, concurrency, loaded_task.parse, api_key_file=api_key_file
     )

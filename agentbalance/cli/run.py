@@ -38,7 +38,7 @@ from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import Caps
 from agentbalance.runtime.runner import Runner
 from agentbalance.tasks.base import Task
-from agentbalance.worlds import WORLD_HELP, LiveOptions, open_world
+from agentbalance.worlds import WORLD_HELP, LiveOptions, open_task, open_world
 from agentbalance.worlds.base import RecordedWorld, World
 
 
@@ -69,9 +69,7 @@ def _load_task(
         return None
     if question is not None or input_path is not None:
         raise AgentBalanceError("give queries one way: a QUERY text, --input FILE.jsonl, or --task NAME")
-    from agentbalance.tasks.registry import load_task
-
-    return load_task(name, data, limit, seed)
+    return open_task(name, data, limit, seed)
 
 
 def _queries_for(question: str | None, input_path: Path | None, world: World, task: Task | None = None) -> list[Query]:

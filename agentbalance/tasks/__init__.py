@@ -1,5 +1,6 @@
-"""Task sources and scorers: real benchmarks (MMLU, MMLU-Pro, MATH, GSM8K, HumanEval, MBPP), the user's JSONL, a
-replay world's questions and the synthetic domains, all behind one Task interface; `load_task` picks one by name.
+"""Task sources and scorers: real benchmarks (MMLU, MMLU-Pro, MATH, GSM8K, HumanEval, MBPP), the user's JSONL and a
+replay world's questions, all behind one Task interface; `load_task` picks one by name. The simulated world's
+synthetic domains are tasks too, but generated in `agentbalance.worlds.simulated` (`agentbalance.worlds.open_task`).
 
 Nothing here may import `worlds`, `policy` or `runtime`: tasks hold gold answers, which the controller must never see.
 """
@@ -7,6 +8,5 @@ Nothing here may import `worlds`, `policy` or `runtime`: tasks hold gold answers
 from agentbalance.tasks.base import Task
 from agentbalance.tasks.list_task import ListTask
 from agentbalance.tasks.registry import TASK_NAMES, load_task
-from agentbalance.tasks.synthetic import generate_synthetic, synthetic_topics
 
-__all__ = ["TASK_NAMES", "ListTask", "Task", "generate_synthetic", "load_task", "synthetic_topics"]
+__all__ = ["TASK_NAMES", "ListTask", "Task", "load_task"]

@@ -1,12 +1,16 @@
 """The task registry: a task name -> where its queries come from (a local file in the public format, or the hub)
 and how answers are read and scored. It must never import worlds, policy or runtime, nor `datasets` at import time.
+
+Tasks that are generated rather than read (the simulated world's synthetic domains) live in the layer above and
+are handed to `load_task` by name (`generated`); `agentbalance.worlds.open_task` does so for every command.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query
@@ -20,7 +24,6 @@ from agentbalance.tasks.mbpp import MBPP_HUB, mbpp_queries, read_mbpp
 from agentbalance.tasks.mmlu import MMLU_HUB, MMLU_PRO_HUB, mmlu_pro_queries, mmlu_queries, read_mmlu, read_mmlu_pro
 from agentbalance.tasks.records import HubDataset, Record, hub_records
 from agentbalance.tasks.replay_questions import load_replay_questions, replay_task
-from agentbalance.tasks.synthetic_task import synthetic_task
 from agentbalance.tasks.user_jsonl import read_user_queries, user_task
 
 
@@ -59,21 +62,32 @@ SOURCES: dict[str, TaskSource] = {
     "jsonl": TaskSource("your JSONL query file", read_user_queries, build=user_task),
     "replay": TaskSource("a replay-world folder or its questions.jsonl", load_replay_questions, build=replay_task),
 }
-SYNTHETIC_DOMAINS = ("general", "math", "code")
-TASK_NAMES: tuple[str, ...] = (*SOURCES, *(f"synthetic-{domain}" for domain in SYNTHETIC_DOMAINS))
+TASK_NAMES: tuple[str, ...] = tuple(SOURCES)
+"""The tasks read from data; `load_task` also knows the `generated` ones it is given."""
+
+TaskFactory = Callable[[int | None, int], Task]
+"""A task made rather than read: (limit, seed) -> the task."""
+NO_GENERATED_TASKS: Mapping[str, TaskFactory] = MappingProxyType({})
 
 
-def load_task(name: str, data: str | Path | None = None, limit: int | None = None, seed: int = 0) -> Task:
+def load_task(
+    name: str,
+    data: str | Path | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    generated: Mapping[str, TaskFactory] = NO_GENERATED_TASKS,
+) -> Task:
     """The task `name` on `data` (a local path in the dataset's public format; None: the hub, where there is one).
 
-    `limit` N keeps the first N items in file order (sorted file names for folders); `seed` only matters for the
-    synthetic tasks, which ignore `data` and generate `limit` (default 500) items.
+    `limit` N keeps the first N items in file order (sorted file names for folders). `generated` names tasks made
+    rather than read (the simulated world's synthetic domains): they ignore `data`, and `seed` picks their items.
     """
-    if name not in TASK_NAMES:
-        raise AgentBalanceError(f"unknown task {name!r}; valid tasks: {', '.join(TASK_NAMES)}")
+    valid = (*TASK_NAMES, *generated)
+    if name not in valid:
+        raise AgentBalanceError(f"unknown task {name!r}; valid tasks: {', '.join(valid)}")
     limit = check_limit(limit)
-    if name.startswith("synthetic-"):
-        return synthetic_task(name.removeprefix("synthetic-"), limit, seed)
+    if name in generated:
+        return generated[name](limit, seed)
     source = SOURCES[name]
     if data is not None:
         queries = source.read(Path(data))

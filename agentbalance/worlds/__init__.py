@@ -1,6 +1,7 @@
 """Worlds: where LLM calls go (simulated, replay, live), all behind one protocol.
 
-`open_world` turns a user's `--world` value into a world; heavy modules load only when asked for.
+`open_world` turns a user's `--world` value into a world, `open_task` a `--task` value into a task (the registry's,
+or the simulated world's synthetic domains); heavy modules load only when asked for.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query
+from agentbalance.tasks.base import Task
 from agentbalance.worlds.base import World
 
 WORLD_HELP = (
@@ -67,3 +69,20 @@ def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0, live: L
             api_key_file=options.api_key_file,
         )
     raise AgentBalanceError(f"unknown world {spec!r}; use {WORLD_HELP}")
+
+
+def open_task(name: str, data: str | Path | None = None, limit: int | None = None, seed: int = 0) -> Task:
+    """A `--task` value: a task of the registry (see `agentbalance.tasks.registry.load_task`) or a synthetic domain
+    of the simulated world (`synthetic-general|math|code`: `limit` items, default 500, drawn by `seed`)."""
+    from agentbalance.tasks.registry import load_task
+    from agentbalance.worlds.simulated.task import SYNTHETIC_TASKS
+
+    return load_task(name, data, limit, seed, generated=SYNTHETIC_TASKS)
+
+
+def task_names() -> tuple[str, ...]:
+    """Every name `open_task` knows: the registry's tasks, then the synthetic domains."""
+    from agentbalance.tasks.registry import TASK_NAMES
+    from agentbalance.worlds.simulated.task import SYNTHETIC_TASKS
+
+    return (*TASK_NAMES, *SYNTHETIC_TASKS)

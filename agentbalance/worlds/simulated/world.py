@@ -20,8 +20,8 @@ from agentbalance.catalog import Backbone, Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import DOMAINS, Query
 from agentbalance.roles import Role, RoleKind
-from agentbalance.tasks.synthetic import generate_synthetic
 from agentbalance.worlds.base import AgentCall, Completion, Upstream, estimate_prompt_tokens
+from agentbalance.worlds.simulated.questions import generate_synthetic
 
 # Catalog score keys that stand for each simulated domain, most specific first.
 DOMAIN_BENCHMARKS: dict[str, tuple[str, ...]] = {
