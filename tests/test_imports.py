@@ -84,7 +84,10 @@ def imports_of(path: Path, module: str, known: set[str]) -> Iterator[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            submodules = [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in known]
+            # `from package import submodule` depends on the submodule (the package's __init__ runs first
+            # for every import of its submodules, so that implicit step is not counted anywhere)
+            names = submodules if len(submodules) == len(node.names) else [base, *submodules]
         else:
             continue
         yield from (name for name in names if name in known and name != module)
