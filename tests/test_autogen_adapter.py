@@ -506,6 +506,7 @@ def test_without_autogen_the_adapter_raises_the_install_hint(monkeypatch: pytest
         importlib.import_module("agentbalance.adapters.autogen")
 
 
+@pytest.mark.slow
 def test_importing_agentbalance_never_imports_autogen() -> None:
     code = (
         "import sys; sys.modules['autogen_agentchat'] = None; sys.modules['autogen_core'] = None\n"

@@ -240,19 +240,9 @@ def test_a_live_timeout_out_of_range_is_one_error_line(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny but real run folder of `build` (simulated world, a few questions, one short epoch)."""
-    from agentbalance.budgets import Budget
-    from agentbalance.experiment import ExperimentSpec
-    from agentbalance.train.build import BuildSpec, build
-    from agentbalance.train.reinforce import TrainConfig
-
-    out = tmp_path_factory.mktemp("checkpoint") / "run"
-    train = TrainConfig(epochs=1, pretrain_steps=20, batch_queries=8, samples_per_query=2)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AGENTBALANCE_CACHE_DIR", str(out.parent / "cache"))
-        build(BuildSpec(ExperimentSpec(sizes=(8, 4, 4)), budget=Budget(tok=0.5), train=train, restarts=1), out)
-    return out
+def run_folder(trained_run: Path) -> Path:
+    """A small but real run folder of `build` (the session's; the tests damage copies of it)."""
+    return trained_run
 
 
 def damaged(run_folder: Path, tmp_path: Path, file: str, content: bytes | None) -> Path:

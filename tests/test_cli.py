@@ -81,6 +81,7 @@ def test_flag_out_of_range_is_rejected_without_traceback(tmp_path: Path) -> None
     assert "Traceback" not in done.stderr and "--k" in done.stderr
 
 
+@pytest.mark.slow
 def test_console_script_is_installed() -> None:
     script = Path(sys.executable).parent / "agentbalance"
     assert script.exists(), "pip install registers the `agentbalance` console script"

@@ -11,6 +11,8 @@ import pytest
 from tests.conftest import agentbalance
 from tests.loopback_server import LoopbackServer
 
+pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
+
 SMALL = ["--train", "24", "--val", "12", "--test", "12", "--epochs", "2", "--restarts", "1"]
 
 

@@ -15,6 +15,8 @@ from agentbalance.evaluation.methods import parse_methods
 from agentbalance.evaluation.metrics import SUMMARY_COLUMNS
 from tests.test_cli_build import agentbalance, one_error_line
 
+pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
+
 SMALL = ["--train", "24", "--val", "12", "--test", "16", "--epochs", "2"]
 
 

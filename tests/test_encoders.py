@@ -66,6 +66,7 @@ def test_disk_cache_serves_a_new_encoder_without_loading_the_model(
     assert np.array_equal(second.encode(texts[::-1]), expected[::-1])
 
 
+@pytest.mark.slow
 def test_an_embedding_does_not_depend_on_the_batch_it_was_computed_in(offline_encoder: TextEncoder) -> None:
     """Which texts a cache already holds decides what is encoded together; the vectors, and so every
     result trained on them, must not depend on it (in float32 they did, in the last bits, for ~10% of

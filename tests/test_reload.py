@@ -20,6 +20,8 @@ from agentbalance.worlds import open_world
 from tests.test_cli import agentbalance
 from tests.test_replay_world import mcq_tables, write_world
 
+pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
+
 BUDGET = Budget(tok=5.0, lat=60.0)
 
 

@@ -148,6 +148,7 @@ def questions(folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_live_run_and_build_write_the_key_nowhere(
     server: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -193,6 +194,7 @@ def test_a_live_run_and_build_write_the_key_nowhere(
     assert b"authorization" not in cache and b"bearer" not in cache
 
 
+@pytest.mark.slow
 def test_a_live_run_with_the_sdk_debug_log_on_prints_no_key(server: LoopbackServer, tmp_path: Path) -> None:
     mas = tmp_path / "mas.json"
     mas.write_text(

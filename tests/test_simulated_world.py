@@ -57,6 +57,7 @@ def accuracy(completions: Sequence[Completion]) -> float:
     return 100 * float(np.mean([c.correct for c in completions]))
 
 
+@pytest.mark.slow
 def test_a_single_agent_scores_its_published_score_within_3_points(
     world: SimulatedWorld, items: dict[str, list[Query]]
 ) -> None:
