@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from agentbalance.budgets import Budget
-from agentbalance.experiment import ExperimentSpec, world_catalogs
+from agentbalance.encoders import TextEncoder
+from agentbalance.experiment import ExperimentSpec, embed_queries, world_catalogs
 from agentbalance.policy.condition import budget_condition
 from agentbalance.train.build import BuildSpec, Built, build
 from agentbalance.train.reinforce import TrainConfig
@@ -36,7 +37,7 @@ def replay_build(tmp_path_factory: pytest.TempPathFactory) -> Built:
 
 def constructions(controller, built: Built) -> list[dict]:
     queries = built.splits.train + built.splits.val + built.splits.test
-    embeddings = torch.stack([built.trainer.embeddings[q.id] for q in queries])
+    embeddings = torch.stack(list(embed_queries(TextEncoder(), queries).values()))
     return [m.to_json() for m in controller.construct(embeddings, budget_condition(BUDGET, len(queries)))]
 
 
