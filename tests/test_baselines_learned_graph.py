@@ -14,10 +14,9 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines._graphs import GraphPolicy, LearnedGraphMethod, RoleGraph
 from agentbalance.evaluation.baselines.agentdropout import AgentDropoutPolicy, AgentDropoutStyle
 from agentbalance.evaluation.baselines.agentprune import PRUNING_RATIO, AgentPrunePolicy, AgentPruneStyle
-from agentbalance.evaluation.baselines.base import PolicyGradientConfig, penalty_grid, topology_backbone
+from agentbalance.evaluation.baselines.base import PolicyGradientConfig, topology_backbone
 from agentbalance.evaluation.baselines.gdesigner import GDesignerPolicy, GDesignerStyle
 from agentbalance.evaluation.measure import measure
-from agentbalance.evaluation.methods import load_method
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from tests.conftest import fitting_cache
@@ -36,13 +35,6 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.fixture(scope="module")
 def fitted(small_experiment: Experiment) -> Callable[[str, str], list[MAS]]:
     return fitting_cache(small_experiment, METHODS, SHORT)
-
-
-@pytest.mark.parametrize("name", METHODS)
-def test_registry_names_the_class_and_settings_are_the_shared_penalty_grid(name: str, small_experiment) -> None:
-    method = load_method(name)
-    assert isinstance(method, METHODS[name]) and method.name == name
-    assert method.settings(small_experiment, 5) == penalty_grid(small_experiment, 5)
 
 
 @pytest.mark.parametrize("name", METHODS)

@@ -24,6 +24,7 @@ from agentbalance.mas import MAS
 from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
 from agentbalance.templates import DEBATERS
 from tests.conftest import fitting_cache
+from tests.test_baselines_learned_graph import METHODS as GRAPH_METHODS
 
 METHODS = {"masrouter-style": MasRouterStyle, "corl-style": CoRLStyle, "rlfocal-style": RLFocalStyle}
 SHORT = PolicyGradientConfig(epochs=3, batch_queries=16)
@@ -107,10 +108,11 @@ TINY_POLICIES = {
 }
 
 
-@pytest.mark.parametrize("name", METHODS)
+@pytest.mark.parametrize("name", [*METHODS, *GRAPH_METHODS])
 def test_registry_names_the_class_and_settings_are_the_shared_penalty_grid(name: str, small_experiment) -> None:
+    """Every learned baseline (routers here, learned graphs in test_baselines_learned_graph)."""
     method = load_method(name)
-    assert isinstance(method, METHODS[name]) and method.name == name
+    assert isinstance(method, {**METHODS, **GRAPH_METHODS}[name]) and method.name == name
     assert method.settings(small_experiment, 5) == penalty_grid(small_experiment, 5)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -51,20 +52,17 @@ def replay_mas(tmp_path: Path) -> Path:
     )
 
 
+def run_replayed(tmp_path: Path, replay_folder: Path, queries: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    """`run` of the three-agent replay MAS on a query file in the replay world."""
+    world = f"replay:{replay_folder}"
+    return agentbalance("run", "--mas", str(replay_mas(tmp_path)), "--world", world, "--input", queries, *flags,
+                        cwd=tmp_path)  # fmt: skip
+
+
 def test_run_in_a_replay_world_prints_one_json_line_per_query(tmp_path: Path, replay_folder: Path) -> None:
     queries = tmp_path / "queries.jsonl"
     queries.write_text('{"id": "q00"}\n\n{"id": "q01"}\n', encoding="utf-8")
-    done = agentbalance(
-        "run",
-        "--mas",
-        str(replay_mas(tmp_path)),
-        "--world",
-        f"replay:{replay_folder}",
-        "--input",
-        str(queries),
-        "--json",
-        cwd=tmp_path,
-    )
+    done = run_replayed(tmp_path, replay_folder, str(queries), "--json")
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["q00", "q01"]
@@ -140,16 +138,7 @@ def test_bad_run_input_is_one_clear_error_line(tmp_path: Path, replay_folder: Pa
 def test_a_malformed_replay_folder_is_one_clear_error_line(tmp_path: Path, replay_folder: Path) -> None:
     (replay_folder / "outcomes.csv.gz").write_bytes(b"this is not gzip")
     (tmp_path / "ids.jsonl").write_text('{"id": "q00"}\n', encoding="utf-8")
-    done = agentbalance(
-        "run",
-        "--mas",
-        str(replay_mas(tmp_path)),
-        "--world",
-        f"replay:{replay_folder}",
-        "--input",
-        "ids.jsonl",
-        cwd=tmp_path,
-    )
+    done = run_replayed(tmp_path, replay_folder, "ids.jsonl")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "outcomes.csv.gz" in lines[0], done.stderr

@@ -10,7 +10,6 @@ import itertools
 import json
 import statistics
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,11 @@ from agentbalance.query import Query
 from agentbalance.runtime.runner import Runner
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion
 from agentbalance.worlds.live import LiveCompletion, LiveWorld
+from tests import test_live_world
 from tests.loopback_server import Fault, LoopbackServer, random_schedule
 from tests.test_live_world import KEY, QUERY, ROLES, write_catalog
+
+server = test_live_world.server  # the same loopback endpoint fixture (keyed with KEY)
 
 SLACK_S = 0.75  # scheduling noise on a loaded 2-core machine
 TIMEOUT_S = 0.4
@@ -41,12 +43,6 @@ FAULTS = {
     "missing usage": Fault(kind="no_usage"),
 }
 RETRIED = {name for name in FAULTS if name not in ("malformed JSON", "empty choices", "missing usage")}
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer(api_keys={KEY}) as running:
-        yield running
 
 
 @pytest.fixture
