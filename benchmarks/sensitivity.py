@@ -28,7 +28,7 @@ from agentbalance.plots import save_figure  # importing agentbalance.plots selec
 from agentbalance.policy.condition import budget_condition
 from agentbalance.policy.controller import ControllerConfig
 from agentbalance.train.build import BuildSpec, one_torch_thread, train_on
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parent.parent

@@ -19,8 +19,8 @@ from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import rollout
 from agentbalance.runtime.runner import Runner
 from agentbalance.train.build import BuildSpec, build
+from agentbalance.train.config import TrainConfig
 from agentbalance.train.policy_gradient import policy_gradient_loss
-from agentbalance.train.reinforce import TrainConfig
 from agentbalance.train.run_folder import load_controller
 from agentbalance.worlds.simulated import SimulatedWorld
 

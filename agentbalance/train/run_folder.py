@@ -192,4 +192,3 @@ def load_controller(
         ) from None
     controller.eval()
     return controller, config
-

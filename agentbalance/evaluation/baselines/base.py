@@ -23,6 +23,8 @@ from agentbalance.train.policy_gradient import (
     epoch_batches,
     optimiser_step,
     policy_gradient_loss,
+    reward_matrix,
+    sampled_pairs,
 )
 
 Constructor = Callable[[Sequence[Query]], list[MAS]]  # one MAS per query, from the query text only
@@ -128,12 +130,9 @@ def train_sampled_policy(
             batch_penalty = penalty(generator) if callable(penalty) else penalty
             embeddings = experiment.embed(batch).repeat_interleave(samples, dim=0)
             masses, log_prob, entropy = policy.sample(embeddings)
-            queries = [batch[index // samples] for index in range(len(masses))]
-            outcomes = experiment.execute(list(zip(masses, queries, strict=True)))
-            rewards = [batch_penalty.reward(o) for o in outcomes]
-            if bonus is not None:
-                rewards = [r + b for r, b in zip(rewards, bonus(masses), strict=True)]
-            reward = torch.tensor(rewards, dtype=torch.float64).view(len(batch), samples)
+            outcomes = experiment.execute(sampled_pairs(masses, batch, samples))
+            shaping = bonus(masses) if bonus is not None else None
+            reward = reward_matrix(outcomes, [batch_penalty] * len(outcomes), samples, shaping)
             loss = policy_gradient_loss(reward, log_prob, entropy, config.entropy_bonus)
             assert optimiser is not None
             optimiser_step(optimiser, loss, parameters)
