@@ -21,6 +21,7 @@ from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
 from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.policy.sampling import seeded
 from agentbalance.roles import RoleSet
 from agentbalance.splits import Splits
 from agentbalance.train.budget_targeting import selection_key
@@ -73,7 +74,6 @@ def build(
 ) -> Built:
     """Open the experiment, train on it, save the run folder (resuming from its restart checkpoints)."""
     with one_torch_thread():
-        torch.manual_seed(spec.seed)
         started = time.perf_counter()
         experiment = Experiment.open(spec.experiment, roles, on_stage)
         checkpoints = RestartCheckpoints(out / "checkpoints", build_fingerprint(spec))
@@ -115,8 +115,8 @@ def train_on(
     best: tuple[Controller, Trainer, TrainResult] | None = None
     margin = 0.0  # the anchored first restart's: every trained policy must beat the anchored start by it
     for restart in range(spec.restarts):
-        torch.manual_seed(spec.seed + 1000 * restart)
-        controller = Controller(experiment.context, spec.controller)
+        with seeded(spec.seed + 1000 * restart):  # the initial weights; torch's global random state is left alone
+            controller = Controller(experiment.context, spec.controller)
         trainer = Trainer(experiment, controller, spec.trained_for, spec.train, seed=spec.seed + restart)
         offset = restart * spec.train.epochs
         saved = checkpoints.load(restart) if checkpoints is not None else None

@@ -51,8 +51,8 @@ class Trainer:
 
     With a range, each training query is given a random grid budget as condition and the reward of
     that budget; every grid budget has its own dual variables and its own calibrated delta. The state the
-    parts share is `run` (a `TrainingRun`); the trainer itself keeps only the dual variables and the
-    anchored start.
+    parts share is `run` (a `TrainingRun`); the trainer itself keeps only the dual variables, the
+    anchored start and the generator its samples are drawn from (seeded with `seed`).
     """
 
     def __init__(
@@ -66,6 +66,8 @@ class Trainer:
         self.run = TrainingRun.of(experiment, controller, budget, config, seed)
         self.duals = DualAscent(self.run)
         self.anchored: AnchoredStart | None = None  # what `anchor` cloned, always a final candidate
+        # every sampled MAS of this run is drawn from here: nothing reads or writes torch's global random state
+        self.generator = torch.Generator().manual_seed(seed)
 
     @property
     def controller(self) -> Controller:
@@ -230,6 +232,7 @@ class Trainer:
             query_embeddings.repeat_interleave(samples, dim=0),
             query_conditions.repeat_interleave(samples, dim=0),
             mode="sample",
+            generator=self.generator,
         )
         masses = self.controller.to_masses(step.decisions)
         outcomes = run.execute(sampled_pairs(masses, batch, samples))

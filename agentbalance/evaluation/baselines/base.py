@@ -94,7 +94,8 @@ class PenaltySweptMethod:
 
 
 class SampledPolicy(Protocol):
-    """A learned MAS builder: samples MAS with their log-probabilities, or builds the most likely ones."""
+    """A learned MAS builder: samples MAS with their log-probabilities (from its own seeded generator, never
+    torch's global one), or builds the most likely ones."""
 
     def parameters(self) -> object: ...
 
@@ -118,8 +119,7 @@ def train_sampled_policy(
     drawing callable also hands the policy its condition); `bonus` adds a method's own shaping term to the
     reward of each sampled MAS (e.g. RL-Focal's diversity reward)."""
     config = config or PolicyGradientConfig()
-    generator = np.random.default_rng(experiment.seed)
-    torch.manual_seed(experiment.seed)
+    generator = np.random.default_rng(experiment.seed)  # batches and drawn penalties; the policy samples with its own
     parameters = list(policy.parameters())  # type: ignore[call-overload]
     optimiser = torch.optim.Adam(parameters, lr=config.learning_rate) if parameters else None
     train = experiment.splits.train
