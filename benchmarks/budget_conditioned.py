@@ -18,7 +18,7 @@ from pathlib import Path
 from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.experiment import ExperimentSpec
 from agentbalance.train.build import BuildSpec, build
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

@@ -32,7 +32,7 @@ from agentbalance.mas import MAS
 from agentbalance.runtime.rollout import Outcome, rollout
 from agentbalance.splits import world_splits
 from agentbalance.train.build import BuildSpec, build
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 from agentbalance.trained import TrainedController
 
 RESULTS = Path(__file__).resolve().parent / "results"

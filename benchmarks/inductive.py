@@ -20,7 +20,7 @@ import yaml
 from agentbalance.budgets import Budget
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.train.build import BuildSpec, build
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 from agentbalance.trained import TrainedController
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -28,7 +28,7 @@ from agentbalance.plots import save_figure  # importing agentbalance.plots selec
 from agentbalance.policy.condition import budget_condition
 from agentbalance.policy.controller import ControllerConfig
 from agentbalance.train.build import BuildSpec, one_torch_thread, train_on
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parent.parent
@@ -71,7 +71,6 @@ def measure_setting(experiment: Experiment, spec: BuildSpec) -> dict[str, object
     """Train on the shared experiment, then the test split's means, what was built and the mean L_max."""
     started = time.perf_counter()
     with one_torch_thread():
-        torch.manual_seed(spec.seed)
         controller, _, result = train_on(experiment, spec)
         test = experiment.splits.test
         with torch.no_grad():  # the greedy policy's L_max, at the delta and (empty) condition it builds with

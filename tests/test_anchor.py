@@ -20,32 +20,16 @@ from agentbalance.policy.condition import budget_condition, conditions
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.runtime.rollout import Outcome
 from agentbalance.templates import topology_mas
+from agentbalance.train.anchor import ANCHOR_TOPOLOGIES
+from agentbalance.train.budget_targeting import best_delta, budget_preference, selection_key, spend_slack, sweep_delta
 from agentbalance.train.build import BuildSpec, build, train_on
-from agentbalance.train.reinforce import (
-    ANCHOR_TOPOLOGIES,
-    TrainConfig,
-    Trainer,
-    budget_preference,
-    selection_key,
-    spend_slack,
-)
+from agentbalance.train.config import TrainConfig
+from agentbalance.train.reinforce import Trainer
 
 
 def _trainer(experiment: Experiment, budgets: BudgetRange | Budget, config: TrainConfig) -> Trainer:
     """A trainer for a budget range, or for one budget."""
-    controller = Controller(experiment.context)
-    budget_range = budgets if isinstance(budgets, BudgetRange) else None
-    budget = budgets.loosest if isinstance(budgets, BudgetRange) else budgets
-    return Trainer(
-        controller,
-        experiment.world,
-        experiment.roles,
-        experiment.embeddings,
-        budget,
-        config,
-        experiment.grader,
-        budget_range,
-    )
+    return Trainer(experiment, Controller(experiment.context), budgets, config)
 
 
 def _templates(experiment: Experiment) -> list[MAS]:
@@ -125,7 +109,7 @@ def test_templates_are_told_apart_on_the_training_questions_too(small_experiment
         return Outcome("A", lucky or steady, 0.0001 * len(mas), 1.0, len(mas))
 
     trainer = _trainer(small_experiment, Budget(tok=1.0), TrainConfig())
-    trainer.execute = lambda pairs: [outcome(mas, query) for mas, query in pairs]
+    trainer.run.execute = lambda pairs: [outcome(mas, query) for mas, query in pairs]
     imitated = trainer.anchor(small_experiment.splits.train, small_experiment.splits.val)
     assert [_shape(mas) for mas in imitated] == [_shape(MAS.single(small_experiment.roles.decision.name, strong))]
 
@@ -185,12 +169,12 @@ def test_training_keeps_pulling_towards_the_anchored_templates(small_experiment,
         config = TrainConfig(anchor_steps=5, anchor_weight=weight, entropy_bonus=0.0, length_penalty=0.0)
         trainer = _trainer(small_experiment, budget_range, config)
         trainer.anchor(train, val)
-        assert trainer.imitated is not None
-        trainer.execute = lambda pairs: [Outcome("A", True, 0.001, 1.0, 1) for _ in pairs]  # a flat reward
+        assert trainer.anchored is not None
+        trainer.run.execute = lambda pairs: [Outcome("A", True, 0.001, 1.0, 1) for _ in pairs]  # a flat reward
 
         def imitation_log_prob() -> float:
             with torch.no_grad():
-                given = trainer.imitated.take(rows)
+                given = trainer.anchored.imitated.take(rows)
                 step = trainer.controller(small_experiment.embed(train), condition, "given", given)
             return float(step.log_prob.mean())
 
@@ -254,14 +238,14 @@ def test_a_trained_controller_spends_a_budget_that_costs_it_no_perf(small_experi
     splits = experiment.splits
     torch.manual_seed(0)
     probe = _trainer(experiment, Budget(tok=100.0), TrainConfig(epochs=1))
-    cheapest = probe.evaluate(splits.val, delta=-10.0).tok_upper
-    costliest = probe.evaluate(splits.val, delta=10.0).tok_upper
+    cheapest = probe.run.evaluate(splits.val, delta=-10.0).tok_upper
+    costliest = probe.run.evaluate(splits.val, delta=10.0).tok_upper
     budget = Budget(tok=(cheapest + costliest) / 2)
     torch.manual_seed(0)
     trainer = _trainer(experiment, budget, TrainConfig(epochs=1))
     result = trainer.train(splits.train, splits.val, splits.test)
     assert result.feasible and result.val.perf == 1.0
-    sweep = trainer.sweep_delta(splits.val, result.val)
+    sweep = sweep_delta(trainer.run, splits.val, result.val)
     fitting = [delta for delta, e in sweep.items() if e.meets(budget)]
     assert trainer.deltas[-1] == max(fitting)
-    assert result.val.tok > trainer.best_delta(sweep)[1].tok, "the old rule, cheaper on ties, spends less"
+    assert result.val.tok > best_delta(trainer.run, sweep)[1].tok, "the old rule, cheaper on ties, spends less"

@@ -193,7 +193,12 @@ def test_masrouter_builds_the_chosen_mode_over_the_chosen_roles() -> None:
 
 @pytest.mark.parametrize("name", METHODS)
 def test_the_same_setting_fitted_twice_gives_identical_mas(name: str, small_experiment, fitted) -> None:
+    """Whatever torch's global random state (re-seeded and consumed here), which the fit leaves as it was."""
+    torch.manual_seed(12345)
+    torch.rand(100)
+    before = torch.random.get_rng_state()
     again = METHODS[name](SHORT).fit(small_experiment, "kappa=0.1")(small_experiment.splits.test)
+    assert torch.equal(torch.random.get_rng_state(), before), "the fit read or wrote torch's global random state"
     assert [m.to_json() for m in again] == [m.to_json() for m in fitted(name, "kappa=0.1")]
 
 

@@ -12,15 +12,18 @@ from agentbalance.budgets import Budget
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
-from agentbalance.experiment import ExperimentSpec, embed_queries
+from agentbalance.experiment import Experiment, ExperimentSpec, embed_queries
 from agentbalance.policy.condition import budget_condition
+from agentbalance.policy.controller import Controller
+from agentbalance.policy.sampling import seeded
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import rollout
 from agentbalance.runtime.runner import Runner
-from agentbalance.train.build import BuildSpec, build
+from agentbalance.train.build import BuildSpec, build, train_on
+from agentbalance.train.config import TrainConfig
 from agentbalance.train.policy_gradient import policy_gradient_loss
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.reinforce import Trainer
 from agentbalance.train.run_folder import load_controller
 from agentbalance.worlds.simulated import SimulatedWorld
 
@@ -130,3 +133,36 @@ def test_a_better_sample_is_made_more_likely() -> None:
     assert logits.grad is not None
     assert logits.grad[0] < 0 < logits.grad[1]  # gradient descent raises the rewarded sample's logit
     assert logits.grad[0] < logits.grad[2] and logits.grad[2] == logits.grad[3]  # the tied query: no signal
+
+
+SHORT = TrainConfig(epochs=1, pretrain_steps=20, anchor_steps=10, batch_queries=16, samples_per_query=2)
+
+
+def _weights_trained_after_global_draws(experiment: Experiment, global_seed: int) -> dict[str, torch.Tensor]:
+    """A short training run whose every stage runs after torch's global generator was re-seeded and consumed
+    (no anchored start: the one epoch's weights, drawn samples and all, are then the weights kept)."""
+    with seeded(0):
+        controller = Controller(experiment.context)
+    trainer = Trainer(experiment, controller, Budget(tok=1.0), SHORT, seed=0)
+    torch.manual_seed(global_seed)
+    torch.rand(global_seed)
+    splits = experiment.splits
+    trainer.pretrain_difficulty(splits.train)
+    trainer.train(splits.train, splits.val, splits.test)
+    return controller.state_dict()
+
+
+def test_training_twice_with_one_seed_gives_identical_weights_whatever_the_global_random_state(
+    small_experiment: Experiment, one_thread: None
+) -> None:
+    first = _weights_trained_after_global_draws(small_experiment, 1)
+    second = _weights_trained_after_global_draws(small_experiment, 2)
+    assert first.keys() == second.keys()
+    assert all(torch.equal(first[name], second[name]) for name in first)
+
+
+def test_training_leaves_torchs_global_random_state_as_it_was(small_experiment: Experiment, one_thread: None) -> None:
+    torch.manual_seed(7)
+    before = torch.random.get_rng_state()
+    train_on(small_experiment, BuildSpec(budget=Budget(tok=1.0), train=SHORT, restarts=1))
+    assert torch.equal(torch.random.get_rng_state(), before)

@@ -12,10 +12,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import torch
 
 from agentbalance.budgets import Budget
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
+from agentbalance.policy.condition import budget_condition
+from agentbalance.policy.controller import Controller
 from agentbalance.query import Query
 from agentbalance.runtime.rollout import Outcome
 
@@ -108,3 +111,36 @@ def measure(
     """Run one MAS per query in the experiment's world and summarise Perf / Tok / Lat with their upper bounds."""
     outcomes = experiment.execute(list(zip(masses, queries, strict=True)))
     return summarise(masses, outcomes, z)
+
+
+def policy_outcomes(
+    controller: Controller,
+    experiment: Experiment,
+    queries: Sequence[Query],
+    budget: Budget,
+    delta: float | None = None,
+) -> tuple[list[MAS], list[Outcome]]:
+    """Greedy construction for each query (under `budget` as condition, at `delta` or the configured offset)
+    and its outcome in the experiment's world, query by query (paired comparisons need them, not only the means)."""
+    condition = budget_condition(budget, len(queries))
+    masses = controller.construct(experiment.embed(queries), condition, [q.id for q in queries], delta=delta)
+    return masses, experiment.execute(list(zip(masses, queries, strict=True)))
+
+
+def evaluate_policy(
+    controller: Controller,
+    experiment: Experiment,
+    queries: Sequence[Query],
+    budget: Budget,
+    delta: float | None = None,
+    z: float = CONFIDENCE_Z,
+) -> Evaluation:
+    """`policy_outcomes` summarised: the controller's greedy Perf / Tok / Lat on a split under one budget."""
+    return summarise(*policy_outcomes(controller, experiment, queries, budget, delta), z)
+
+
+def cheapest_mas(experiment: Experiment) -> MAS:
+    """The cheapest point the experiment reaches: the decision agent alone on the cheapest kept backbone."""
+    context = experiment.context
+    cheapest = context.backbone_names[int(torch.argmin(context.backbone_tok_cost))]
+    return MAS.single(experiment.roles.decision.name, cheapest)

@@ -18,7 +18,7 @@ from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Constructor
 from agentbalance.evaluation.baselines.fixed import base_mas
-from agentbalance.evaluation.measure import measure
+from agentbalance.evaluation.measure import cheapest_mas, measure
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerContext
@@ -26,7 +26,7 @@ from agentbalance.policy.controller import ABLATIONS, ControllerConfig
 from agentbalance.pooling import random_pools
 from agentbalance.query import Query
 from agentbalance.train.build import BuildSpec, train_on
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 from agentbalance.trained import TrainedController
 
 GRID_STEPS = 6  # training budgets, log-spaced over the range; the sweep between them interpolates
@@ -63,9 +63,7 @@ class AgentBalanceMethod:
         if self._range is None:
             val = experiment.splits.val
             base = measure(experiment, [base_mas(experiment)] * len(val), val)
-            context = experiment.context
-            cheapest = context.backbone_names[int(context.backbone_tok_cost.argmin())]
-            alone = measure(experiment, [MAS.single(experiment.roles.decision.name, cheapest)] * len(val), val)
+            alone = measure(experiment, [cheapest_mas(experiment)] * len(val), val)
             tok_ratio, lat_ratio = (max(base.tok / alone.tok, 2.0), max(base.lat / alone.lat, 2.0))
             ratio = max(MIN_RATIO, tok_ratio, lat_ratio)
             exponents = (math.log(tok_ratio) / math.log(ratio), math.log(lat_ratio) / math.log(ratio))

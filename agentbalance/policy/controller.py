@@ -21,11 +21,22 @@ from agentbalance.policy.difficulty import DifficultyEstimator
 from agentbalance.policy.gating import AgentGating
 from agentbalance.policy.matching import RoleBackboneMatching
 from agentbalance.policy.representation import AgentRepresentation
+from agentbalance.policy.sampling import (
+    GREEDY,
+    SAMPLE,
+    bernoulli_entropy,
+    bernoulli_log_prob,
+    categorical,
+    categorical_entropy,
+    flags,
+)
 from agentbalance.policy.selection import PoolSelection
 from agentbalance.policy.topology import LatencyAwareTopology, TopologyChoice, dense_topology
 
 # the paper's Table 3 variants, each replacing one learned stage (random-pools acts on the pools instead)
 ABLATIONS = ("random-pools", "random-selection", "random-matching", "role-only", "no-gating", "dense-topology")
+RANDOM_AT_DEPLOYMENT = ("random-selection", "random-matching")  # their greedy mode samples (see `_random_if`)
+DEPLOYMENT_SEED = 0  # a random ablation's greedy draws without a generator: seeded afresh each call
 
 
 @dataclass(frozen=True)
@@ -104,10 +115,15 @@ class Controller(nn.Module):
         mode: str = "sample",
         given: Decisions | None = None,
         delta: float | None = None,
+        generator: torch.Generator | None = None,
     ) -> Step:
-        """`mode`: "sample" (training), "greedy" (deployment) or "given" (score `given` decisions);
-        `delta` overrides the configured difficulty offset (a budget-conditioned model's calibrated one)."""
+        """`mode`: "sample" (training: every draw from `generator`, required), "greedy" (deployment) or
+        "given" (score `given` decisions); `delta` overrides the configured difficulty offset (a
+        budget-conditioned model's calibrated one). A random ablation samples in greedy mode too: from
+        `generator`, or else from one seeded with DEPLOYMENT_SEED for this call (reproducible constructions)."""
         ctx, c = self.context, self.config
+        if generator is None and mode == GREEDY and c.ablation in RANDOM_AT_DEPLOYMENT:
+            generator = torch.Generator().manual_seed(DEPLOYMENT_SEED)
         batch = query_embeddings.shape[0]
         condition = condition if condition is not None else torch.zeros(batch, CONDITION_DIM)
         difficulty = self.difficulty(query_embeddings)
@@ -116,8 +132,11 @@ class Controller(nn.Module):
         pool_log_probs = self.selection(difficulty, condition, delta=offset, max_pool=c.max_pool)
         if c.ablation == "random-selection":
             pool_log_probs = _uniform(pool_log_probs)
-        pool = _choose(
-            pool_log_probs, _random_if(c.ablation == "random-selection", mode), given.pool if given else None
+        pool = categorical(
+            pool_log_probs,
+            _random_if(c.ablation == "random-selection", mode),
+            generator,
+            given.pool if given else None,
         )
         log_p_sel = pool_log_probs.gather(1, pool.unsqueeze(1)).squeeze(1)
 
@@ -125,8 +144,11 @@ class Controller(nn.Module):
         match_log_probs = self.matching(query_embeddings, difficulty, condition, ctx, pool, vectors)  # [B, R, M]
         if c.ablation == "random-matching":
             match_log_probs = _uniform(match_log_probs)
-        backbones = _choose(
-            match_log_probs, _random_if(c.ablation == "random-matching", mode), given.backbones if given else None
+        backbones = categorical(
+            match_log_probs,
+            _random_if(c.ablation == "random-matching", mode),
+            generator,
+            given.backbones if given else None,
         )
         log_p_match = match_log_probs.gather(2, backbones.unsqueeze(2)).squeeze(2).sum(1)
 
@@ -141,14 +163,8 @@ class Controller(nn.Module):
         gated[:, ctx.decision_index] = False  # the decision agent carries no gate
         if c.ablation == "no-gating":
             gated[:] = False  # every agent stays
-        if given is not None:
-            keep = given.keep
-        elif mode == "greedy":
-            keep = keep_logits > 0
-        else:
-            keep = torch.rand(keep_logits.shape) < torch.sigmoid(keep_logits)
-        keep = keep | ~gated
-        gate_terms = torch.where(keep, nn.functional.logsigmoid(keep_logits), nn.functional.logsigmoid(-keep_logits))
+        keep = flags(keep_logits, mode, generator, given.keep if given is not None else None) | ~gated
+        gate_terms = bernoulli_log_prob(keep, keep_logits)
         log_p_gate = torch.where(gated, gate_terms, torch.zeros_like(gate_terms)).sum(1)
 
         if c.ablation == "dense-topology":
@@ -162,12 +178,13 @@ class Controller(nn.Module):
                 condition,
                 mode,
                 given.topology if given is not None else None,
+                generator,
             )
         parts = {"selection": log_p_sel, "matching": log_p_match, "gating": log_p_gate, "topology": topology.log_prob}
         entropy = (
-            _categorical_entropy(pool_log_probs)
-            + _categorical_entropy(match_log_probs).sum(1)
-            + torch.where(gated, _bernoulli_entropy(keep_logits), torch.zeros_like(keep_logits)).sum(1)
+            categorical_entropy(pool_log_probs)
+            + categorical_entropy(match_log_probs).sum(1)
+            + torch.where(gated, bernoulli_entropy(keep_logits), torch.zeros_like(keep_logits)).sum(1)
             + topology.entropy
         )
         return Step(
@@ -188,7 +205,7 @@ class Controller(nn.Module):
     ) -> list[MAS]:
         """Greedy deployment: the most likely MAS for each query of a batch."""
         with torch.no_grad():
-            step = self(query_embeddings, condition, mode="greedy", delta=delta)
+            step = self(query_embeddings, condition, mode=GREEDY, delta=delta)
         return self.to_masses(step.decisions, query_ids)
 
     def construct_texts(
@@ -289,15 +306,6 @@ def _index_of(names: Sequence[str], name: str, kind: str) -> int:
     return names.index(name)
 
 
-def _choose(log_probs: torch.Tensor, mode: str, given: torch.Tensor | None) -> torch.Tensor:
-    """Index along the last dimension: given, most likely, or sampled."""
-    if given is not None:
-        return given
-    if mode == "greedy":
-        return log_probs.argmax(dim=-1)
-    return torch.distributions.Categorical(logits=log_probs).sample()
-
-
 def _uniform(log_probs: torch.Tensor) -> torch.Tensor:
     """A uniform distribution over the entries `log_probs` allows (finite, not masked)."""
     allowed = log_probs > -1e8
@@ -306,14 +314,4 @@ def _uniform(log_probs: torch.Tensor) -> torch.Tensor:
 
 def _random_if(random: bool, mode: str) -> str:
     """A random ablation stays random at deployment: its greedy mode samples."""
-    return "sample" if random and mode == "greedy" else mode
-
-
-def _categorical_entropy(log_probs: torch.Tensor) -> torch.Tensor:
-    probabilities = log_probs.exp()
-    return -(probabilities * log_probs.clamp_min(-1e9)).sum(-1)
-
-
-def _bernoulli_entropy(logits: torch.Tensor) -> torch.Tensor:
-    p = torch.sigmoid(logits)
-    return -(p * nn.functional.logsigmoid(logits) + (1 - p) * nn.functional.logsigmoid(-logits))
+    return SAMPLE if random and mode == GREEDY else mode

@@ -12,7 +12,17 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-NEGATIVE = -1e9  # a finite stand-in for -inf, so masked terms never produce NaN gradients
+from agentbalance.policy.sampling import (
+    GIVEN,
+    GREEDY,
+    NEGATIVE,
+    bernoulli_entropy,
+    bernoulli_log_prob,
+    categorical,
+    categorical_entropy,
+    flags,
+    gumbel,
+)
 
 
 @dataclass(frozen=True)
@@ -49,9 +59,10 @@ class LatencyAwareTopology(nn.Module):
         condition: torch.Tensor,
         mode: str = "sample",
         given: TopologyChoice | None = None,
+        generator: torch.Generator | None = None,
     ) -> TopologyChoice:
-        """Sample (`mode="sample"`), take the most likely choice (`"greedy"`), or score `given` decisions
-        (`"given"`: an impossible given decision gets log-probability -inf)."""
+        """Sample (`mode="sample"`: every draw from `generator`), take the most likely choice (`"greedy"`),
+        or score `given` decisions (`"given"`: an impossible given decision gets log-probability -inf)."""
         batch, roles, _ = agents.shape
         candidates = keep.clone()
         candidates[:, decision_index] = False
@@ -60,18 +71,18 @@ class LatencyAwareTopology(nn.Module):
         # 1. order: Plackett-Luce over the kept non-decision agents
         scores = self.order_score(torch.cat([agents, log_latency.unsqueeze(-1)], dim=2)).squeeze(-1)
         masked = torch.where(candidates, scores, torch.full_like(scores, NEGATIVE))
-        if mode == "given":
+        if mode == GIVEN:
             assert given is not None
             order = given.order
         else:
-            keys = masked if mode == "greedy" else masked + _gumbel(masked.shape)
+            keys = masked if mode == GREEDY else masked + gumbel(masked.shape, generator)
             order = _canonical_order(torch.argsort(keys, dim=1, descending=True), candidates)
         sorted_scores = masked.gather(1, order)
         position = torch.arange(roles).unsqueeze(0)
         active = position < count.unsqueeze(1)
         tail_logsumexp = torch.flip(torch.logcumsumexp(torch.flip(sorted_scores, [1]), dim=1), [1])
         order_log_prob = torch.where(active, sorted_scores - tail_logsumexp, torch.zeros_like(sorted_scores)).sum(1)
-        if mode == "given":
+        if mode == GIVEN:
             consistent = (candidates.gather(1, order) == active).all(dim=1)
             order_log_prob = torch.where(consistent, order_log_prob, torch.full_like(order_log_prob, float("-inf")))
 
@@ -86,14 +97,9 @@ class LatencyAwareTopology(nn.Module):
         hop_logits = hop_logits.masked_fill(layers > count.clamp_min(1).unsqueeze(1), float("-inf"))
         hop_log_probs = torch.log_softmax(hop_logits, dim=1)
         hop_probs = hop_log_probs.exp()
-        if mode == "given":
-            hops = given.hops
-        elif mode == "greedy":
-            hops = hop_log_probs.argmax(dim=1) + 1
-        else:
-            hops = torch.distributions.Categorical(logits=hop_log_probs).sample() + 1
+        hops = categorical(hop_log_probs, mode, generator, given.hops - 1 if given is not None else None) + 1
         log_prob = order_log_prob + hop_log_probs.gather(1, (hops - 1).unsqueeze(1)).squeeze(1)
-        entropy = -(hop_probs * hop_log_probs.clamp_min(NEGATIVE)).sum(1)
+        entropy = categorical_entropy(hop_log_probs)
         # the decision agent alone is a chain of one (its forced hop budget k = 1 spans no agent)
         expected_length = 1.0 + torch.where(count > 0, (hop_probs * layers).sum(1), torch.zeros(batch))
 
@@ -107,7 +113,7 @@ class LatencyAwareTopology(nn.Module):
             2, order.unsqueeze(1).expand(-1, roles, -1)
         )
         given_by_position = None
-        if mode == "given":
+        if mode == GIVEN:
             given_by_position = given.edges.gather(1, order.unsqueeze(2).expand(-1, -1, roles)).gather(
                 2, order.unsqueeze(1).expand(-1, roles, -1)
             )
@@ -118,22 +124,18 @@ class LatencyAwareTopology(nn.Module):
             for source in range(target):
                 allowed = active[:, target] & (depth[:, source] + 1 < hops)
                 logit = by_position[:, source, target]
-                if mode == "given":
-                    take = given_by_position[:, source, target]
+                given_edge = given_by_position[:, source, target] if given_by_position is not None else None
+                take = flags(logit, mode, generator, given_edge)
+                if given_edge is not None:
                     impossible |= take & ~allowed & active[:, target]  # edges into the decision agent are implied
-                elif mode == "greedy":
-                    take = logit > 0
-                else:
-                    take = torch.rand(batch) < torch.sigmoid(logit)
                 take = take & allowed
-                edge_log_prob = torch.where(take, nn.functional.logsigmoid(logit), nn.functional.logsigmoid(-logit))
+                edge_log_prob = bernoulli_log_prob(take, logit)
                 log_prob = log_prob + torch.where(allowed, edge_log_prob, torch.zeros_like(edge_log_prob))
-                p = torch.sigmoid(logit)
-                edge_entropy = -(p * nn.functional.logsigmoid(logit) + (1 - p) * nn.functional.logsigmoid(-logit))
+                edge_entropy = bernoulli_entropy(logit)
                 entropy = entropy + torch.where(allowed, edge_entropy, torch.zeros_like(edge_entropy))
                 chosen_by_position[:, source, target] = take
                 depth[:, target] = torch.maximum(depth[:, target], torch.where(take, depth[:, source] + 1, 0))
-        if mode == "given":
+        if mode == GIVEN:
             log_prob = torch.where(impossible, torch.full_like(log_prob, float("-inf")), log_prob)
 
         # back to role-index space, plus the implied edges of every sink into the decision agent
@@ -159,11 +161,6 @@ def dense_topology(keep: torch.Tensor, decision_index: int) -> TopologyChoice:
     count = candidates.sum(dim=1)
     zeros = torch.zeros(batch)
     return TopologyChoice(order, count.clamp_min(1), edges, zeros, zeros, 1 + count.float())
-
-
-def _gumbel(shape: torch.Size) -> torch.Tensor:
-    uniform = torch.rand(shape).clamp(1e-9, 1 - 1e-9)
-    return -torch.log(-torch.log(uniform))
 
 
 def _canonical_order(order: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:

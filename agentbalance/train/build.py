@@ -21,10 +21,13 @@ from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
 from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.policy.sampling import seeded
 from agentbalance.roles import RoleSet
 from agentbalance.splits import Splits
+from agentbalance.train.budget_targeting import selection_key
 from agentbalance.train.checkpoints import RestartCheckpoints
-from agentbalance.train.reinforce import TrainConfig, Trainer, TrainResult
+from agentbalance.train.config import TrainConfig, TrainResult
+from agentbalance.train.reinforce import Trainer
 from agentbalance.train.run_folder import save_run
 
 
@@ -43,6 +46,11 @@ class BuildSpec:
     @property
     def seed(self) -> int:
         return self.experiment.seed
+
+    @property
+    def trained_for(self) -> Budget | BudgetRange:
+        """The budget range when budget-conditioned, else the one budget."""
+        return self.budget_range if self.budget_range is not None else self.budget
 
 
 @dataclass
@@ -66,7 +74,6 @@ def build(
 ) -> Built:
     """Open the experiment, train on it, save the run folder (resuming from its restart checkpoints)."""
     with one_torch_thread():
-        torch.manual_seed(spec.seed)
         started = time.perf_counter()
         experiment = Experiment.open(spec.experiment, roles, on_stage)
         checkpoints = RestartCheckpoints(out / "checkpoints", build_fingerprint(spec))
@@ -108,27 +115,14 @@ def train_on(
     best: tuple[Controller, Trainer, TrainResult] | None = None
     margin = 0.0  # the anchored first restart's: every trained policy must beat the anchored start by it
     for restart in range(spec.restarts):
-        torch.manual_seed(spec.seed + 1000 * restart)
-        controller = Controller(experiment.context, spec.controller)
-        trainer = Trainer(
-            controller,
-            experiment.world,
-            experiment.roles,
-            experiment.embeddings,
-            spec.budget,
-            spec.train,
-            experiment.grader,
-            spec.budget_range,
-            seed=spec.seed + restart,
-        )
+        with seeded(spec.seed + 1000 * restart):  # the initial weights; torch's global random state is left alone
+            controller = Controller(experiment.context, spec.controller)
+        trainer = Trainer(experiment, controller, spec.trained_for, spec.train, seed=spec.seed + restart)
         offset = restart * spec.train.epochs
         saved = checkpoints.load(restart) if checkpoints is not None else None
         if saved is not None:
             on_stage(f"run {restart + 1} of {spec.restarts} restored from its checkpoint")
-            controller.config = saved.controller
-            controller.load_state_dict(saved.state)
-            result = saved.result
-            trainer.deltas = list(result.budget_range.deltas) if result.budget_range else [controller.config.delta]
+            result = trainer.restore(saved)
             for epoch, record in enumerate(result.history):
                 if on_epoch is not None:
                     on_epoch(offset + epoch, record)
@@ -150,10 +144,15 @@ def train_on(
             if checkpoints is not None:
                 checkpoints.save(restart, controller, result)
         margin = max(margin, result.anchor_margin)
-        if best is None or result.selection_key(margin) > best[2].selection_key(margin):
+        if best is None or _selection_key(result, margin) > _selection_key(best[2], margin):
             best = (controller, trainer, result)
     assert best is not None
     return best
+
+
+def _selection_key(result: TrainResult, margin: float) -> tuple[int, float]:
+    """A restart's `budget_score` on validation with the one-standard-error rule (`selection_key`)."""
+    return selection_key(result.score, result.anchored, margin)
 
 
 def describe_template(mas: MAS) -> str:

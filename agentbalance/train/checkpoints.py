@@ -19,7 +19,7 @@ import torch
 
 from agentbalance.files import atomic_write
 from agentbalance.policy.controller import Controller, ControllerConfig
-from agentbalance.train.reinforce import TrainResult
+from agentbalance.train.config import TrainResult
 
 CHECKPOINT_FORMAT = 3  # 2: results carry their validation score; 3: and whether they are the anchored start
 
@@ -76,4 +76,3 @@ class RestartCheckpoints:
             return None  # unreadable: train this restart again (the checkpoint is never trusted half-way)
         self.restored.append(restart)
         return checkpoint
-

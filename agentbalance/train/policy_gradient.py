@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from agentbalance.mas import MAS
+from agentbalance.query import Query
 from agentbalance.runtime.execution import Outcome
 
 GRADIENT_CLIP = 5.0  # max gradient norm of every policy-gradient step
@@ -50,6 +52,25 @@ def epoch_batches(count: int, batch: int, generator: np.random.Generator) -> Ite
     order = generator.permutation(count)
     for start in range(0, count, batch):
         yield order[start : start + batch]
+
+
+def sampled_pairs(masses: Sequence[MAS], batch: Sequence[Query], samples: int) -> list[tuple[MAS, Query]]:
+    """Each sampled MAS with its query: `samples` consecutive MAS per query of the batch (query-major)."""
+    return [(mas, batch[index // samples]) for index, mas in enumerate(masses)]
+
+
+def reward_matrix(
+    outcomes: Sequence[Outcome],
+    penalties: Sequence[Penalty],
+    samples: int,
+    bonus: Sequence[float] | None = None,
+) -> torch.Tensor:
+    """[queries, samples] rewards of the sampled runs (query-major), each under its own penalty, plus a
+    method's own shaping term per run when given (`bonus`); NaN where the answer could not be graded."""
+    rewards = [penalty.reward(o) for o, penalty in zip(outcomes, penalties, strict=True)]
+    if bonus is not None:
+        rewards = [r + b for r, b in zip(rewards, bonus, strict=True)]
+    return torch.tensor(rewards, dtype=torch.float64).view(-1, samples)
 
 
 def policy_gradient_loss(

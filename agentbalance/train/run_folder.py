@@ -21,6 +21,7 @@ from agentbalance.experiment import world_catalogs
 from agentbalance.files import atomic_write
 from agentbalance.policy.context import ControllerCatalogs, ControllerContext
 from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.policy.sampling import seeded
 from agentbalance.pooling import build_pools
 from agentbalance.roles import Role, RoleSet
 from agentbalance.worlds import open_world
@@ -180,7 +181,8 @@ def load_controller(
             "`agentbalance build`"
         )
     context = ControllerContext.build(catalogs.described, pools, roles, encoder or TextEncoder())
-    controller = Controller(context, config.controller_config(folder / "config.json"))
+    with seeded(config.run_seed):  # any initial weights: the saved ones replace them; the global RNG is left alone
+        controller = Controller(context, config.controller_config(folder / "config.json"))
     try:
         state = torch.load(folder / "controller.pt", map_location="cpu", weights_only=True)
         controller.load_state_dict(state)
@@ -192,4 +194,3 @@ def load_controller(
         ) from None
     controller.eval()
     return controller, config
-

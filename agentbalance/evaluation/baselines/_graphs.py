@@ -25,6 +25,7 @@ from agentbalance.evaluation.baselines.base import (
 )
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS, Agent
+from agentbalance.policy.sampling import GREEDY, SAMPLE, bernoulli_entropy, bernoulli_log_prob, flags, seeded
 
 
 class RoleGraph:
@@ -93,11 +94,13 @@ class GraphPolicy(nn.Module, ABC):
     """A `SampledPolicy` over the role graph; subclasses only say how the logits depend on the query.
 
     `allowed` marks the edges still in play (AgentPrune-style pruning clears some); a cleared edge is never
-    drawn and adds nothing to the log-probability."""
+    drawn and adds nothing to the log-probability. Sampling uses its own generator seeded with `seed`, so the
+    same seed gives the same training run."""
 
-    def __init__(self, graph: RoleGraph) -> None:
+    def __init__(self, graph: RoleGraph, seed: int) -> None:
         super().__init__()
         self.graph = graph
+        self.generator = torch.Generator().manual_seed(seed)
         self.register_buffer("allowed", torch.ones(graph.edge_count, dtype=torch.bool))
 
     @abstractmethod
@@ -105,13 +108,16 @@ class GraphPolicy(nn.Module, ABC):
         """Query embeddings [N, H] -> keep logits [N, size - 1] (or None: no node decisions), edge logits [N, E]."""
 
     def decide(self, embeddings: torch.Tensor, greedy: bool) -> GraphDecisions:
-        """Sampled (Bernoulli) or most likely (p > 0.5) decisions with their log-probability and entropy."""
+        """Sampled (Bernoulli, from the policy's generator) or most likely (p > 0.5) decisions with their
+        log-probability and entropy."""
+        mode = GREEDY if greedy else SAMPLE
         keep_logits, edge_logits = self.logits(embeddings)
         allowed = self.allowed.expand_as(edge_logits)
-        edges, edge_log_prob, edge_entropy = _bernoulli(edge_logits, greedy, allowed)
+        edges, edge_log_prob, edge_entropy = _bernoulli(edge_logits, mode, self.generator, allowed)
         if keep_logits is None:
             return GraphDecisions(None, edges, edge_log_prob, edge_entropy)
-        keep, keep_log_prob, keep_entropy = _bernoulli(keep_logits, greedy, torch.ones_like(keep_logits, dtype=bool))
+        every = torch.ones_like(keep_logits, dtype=torch.bool)
+        keep, keep_log_prob, keep_entropy = _bernoulli(keep_logits, mode, self.generator, every)
         return GraphDecisions(keep, edges, keep_log_prob + edge_log_prob, keep_entropy + edge_entropy)
 
     def to_masses(self, decisions: GraphDecisions) -> list[MAS]:
@@ -128,15 +134,11 @@ class GraphPolicy(nn.Module, ABC):
 
 
 def _bernoulli(
-    logits: torch.Tensor, greedy: bool, allowed: torch.Tensor
+    logits: torch.Tensor, mode: str, generator: torch.Generator, allowed: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Decisions, summed log-probability and entropy of independent Bernoulli(sigmoid(logits)) over `allowed`."""
-    with torch.no_grad():
-        drawn = logits > 0 if greedy else torch.bernoulli(torch.sigmoid(logits)).bool()
-    decisions = drawn & allowed
-    log_yes, log_no = nn.functional.logsigmoid(logits), nn.functional.logsigmoid(-logits)
-    log_prob = torch.where(decisions, log_yes, log_no)
-    entropy = -(torch.sigmoid(logits) * log_yes + torch.sigmoid(-logits) * log_no)
+    decisions = flags(logits, mode, generator) & allowed
+    log_prob, entropy = bernoulli_log_prob(decisions, logits), bernoulli_entropy(logits)
     zero = torch.zeros((), dtype=logits.dtype)
     return decisions, torch.where(allowed, log_prob, zero).sum(-1), torch.where(allowed, entropy, zero).sum(-1)
 
@@ -152,13 +154,14 @@ class LearnedGraphMethod(PenaltySweptMethod, ABC):
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
         penalty = penalty_of(experiment, setting)
-        torch.manual_seed(experiment.seed)  # the initial parameters, so one setting always fits to the same MAS
-        policy = self.policy(experiment, RoleGraph.of(experiment))
+        graph = RoleGraph.of(experiment)
+        with seeded(experiment.seed):  # the initial parameters, so one setting always fits to the same MAS
+            policy = self.policy(experiment, graph)
         return self.train(policy, experiment, penalty)
 
     @abstractmethod
     def policy(self, experiment: Experiment, graph: RoleGraph) -> GraphPolicy:
-        """A fresh, untrained policy of this method over the role graph."""
+        """A fresh, untrained policy of this method over the role graph, sampling with `experiment.seed`."""
 
     def train(self, policy: GraphPolicy, experiment: Experiment, penalty: Penalty) -> Constructor:
         return train_sampled_policy(policy, experiment, penalty, self.config)

@@ -8,8 +8,7 @@ so every policy here serves an unseen catalog as it is; nothing here executes a 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,12 +19,21 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS, Agent
 from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
+from agentbalance.policy.sampling import (
+    GIVEN,
+    GREEDY,
+    SAMPLE,
+    bernoulli_entropy,
+    bernoulli_log_prob,
+    categorical,
+    categorical_entropy,
+    flags,
+)
 from agentbalance.query import Query
 from agentbalance.roles import RoleKind, RoleSet
 
 HIDDEN = 64
 VECTOR_DIM = HIDDEN + BACKBONE_NUMERIC_FEATURES  # a backbone's vector from BackboneScorer.vectors
-SAMPLE, GREEDY, GIVEN = "sample", "greedy", "given"
 Decisions = dict[str, torch.Tensor]  # named decision tensors of a batch, batch first; -1 marks "not decided"
 
 
@@ -48,19 +56,6 @@ class Step:
     entropy: torch.Tensor
 
 
-@contextmanager
-def seeded(seed: int) -> Iterator[None]:
-    """Run a block (parameter initialisation) under `seed` without touching the caller's torch random state."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
-
-
-def _entropy(log_probs: torch.Tensor) -> torch.Tensor:
-    """Excluded items (log p = -inf) add nothing, and no NaN reaches the gradient (0 * -inf)."""
-    return -(log_probs.exp() * log_probs.clamp_min(-1e9)).sum(-1)
-
-
 def choose(
     logits: torch.Tensor,
     mode: str,
@@ -74,21 +69,12 @@ def choose(
         active = torch.ones(logits.shape[0], dtype=torch.bool)
     logits = torch.where(active.unsqueeze(1), logits, torch.zeros_like(logits))  # an idle row stays finite
     log_probs = torch.log_softmax(logits, dim=1)
-    if mode == GIVEN:
-        if given is None:
-            raise ValueError("mode 'given' needs the given decisions")
-        index = given.clamp_min(0)
-    elif mode == GREEDY:
-        index = log_probs.argmax(dim=1)
-    elif mode == SAMPLE:
-        index = torch.multinomial(log_probs.detach().exp(), 1, generator=generator).squeeze(1)
-    else:
-        raise ValueError(f"unknown mode {mode!r}")
+    index = categorical(log_probs, mode, generator, given.clamp_min(0) if given is not None else None)
     zero = torch.zeros(logits.shape[0])
     return Choice(
         torch.where(active, index, torch.full_like(index, -1)),
         torch.where(active, log_probs.gather(1, index.unsqueeze(1)).squeeze(1), zero),
-        torch.where(active, _entropy(log_probs), zero),
+        torch.where(active, categorical_entropy(log_probs), zero),
     )
 
 
@@ -103,22 +89,9 @@ def choose_flags(
     are not decided (flag False, no log-probability). The index is the flags as 0/1."""
     if active is None:
         active = torch.ones_like(logits, dtype=torch.bool)
-    if mode == GIVEN:
-        if given is None:
-            raise ValueError("mode 'given' needs the given decisions")
-        flags = given > 0
-    elif mode == GREEDY:
-        flags = logits > 0
-    elif mode == SAMPLE:
-        flags = torch.rand(logits.shape, generator=generator) < torch.sigmoid(logits.detach())
-    else:
-        raise ValueError(f"unknown mode {mode!r}")
-    flags = flags & active
-    terms = torch.where(flags, nn.functional.logsigmoid(logits), nn.functional.logsigmoid(-logits))
-    p = torch.sigmoid(logits)
-    entropies = -(p * nn.functional.logsigmoid(logits) + (1 - p) * nn.functional.logsigmoid(-logits))
-    zero = torch.zeros_like(logits)
-    return Choice(flags.long(), torch.where(active, terms, zero).sum(1), torch.where(active, entropies, zero).sum(1))
+    chosen = flags(logits, mode, generator, given) & active
+    terms, entropies, zero = bernoulli_log_prob(chosen, logits), bernoulli_entropy(logits), torch.zeros_like(logits)
+    return Choice(chosen.long(), torch.where(active, terms, zero).sum(1), torch.where(active, entropies, zero).sum(1))
 
 
 def choose_sequence(

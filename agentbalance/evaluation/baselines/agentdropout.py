@@ -22,8 +22,8 @@ from agentbalance.experiment import Experiment
 class AgentDropoutPolicy(GraphPolicy):
     """[node keep logits, edge logits] = MLP(query embedding), starting at p = 0.5 everywhere."""
 
-    def __init__(self, graph: RoleGraph, query_dim: int, hidden: int = 64) -> None:
-        super().__init__(graph)
+    def __init__(self, graph: RoleGraph, query_dim: int, seed: int, hidden: int = 64) -> None:
+        super().__init__(graph, seed)
         self.head = nn.Sequential(
             nn.Linear(query_dim, hidden), nn.GELU(), nn.Linear(hidden, graph.size - 1 + graph.edge_count)
         )
@@ -39,4 +39,4 @@ class AgentDropoutStyle(LearnedGraphMethod):
     name = "agentdropout-style"
 
     def policy(self, experiment: Experiment, graph: RoleGraph) -> AgentDropoutPolicy:
-        return AgentDropoutPolicy(graph, query_width(experiment))
+        return AgentDropoutPolicy(graph, query_width(experiment), experiment.seed)

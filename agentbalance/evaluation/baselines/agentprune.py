@@ -28,8 +28,8 @@ PRUNING_RATIO = 0.5  # the fraction of edges cut after the first half of trainin
 class AgentPrunePolicy(GraphPolicy):
     """One logit per spatial edge, shared by every query."""
 
-    def __init__(self, graph: RoleGraph) -> None:
-        super().__init__(graph)
+    def __init__(self, graph: RoleGraph, seed: int) -> None:
+        super().__init__(graph, seed)
         self.edge_logits = nn.Parameter(torch.zeros(graph.edge_count))
 
     def logits(self, embeddings: torch.Tensor) -> tuple[None, torch.Tensor]:
@@ -47,7 +47,7 @@ class AgentPruneStyle(LearnedGraphMethod):
     name = "agentprune-style"
 
     def policy(self, experiment: Experiment, graph: RoleGraph) -> AgentPrunePolicy:
-        return AgentPrunePolicy(graph)
+        return AgentPrunePolicy(graph, experiment.seed)
 
     def train(self, policy: GraphPolicy, experiment: Experiment, penalty: Penalty) -> Constructor:
         assert isinstance(policy, AgentPrunePolicy)

@@ -23,6 +23,8 @@ from agentbalance.train.policy_gradient import (
     epoch_batches,
     optimiser_step,
     policy_gradient_loss,
+    reward_matrix,
+    sampled_pairs,
 )
 
 Constructor = Callable[[Sequence[Query]], list[MAS]]  # one MAS per query, from the query text only
@@ -92,7 +94,8 @@ class PenaltySweptMethod:
 
 
 class SampledPolicy(Protocol):
-    """A learned MAS builder: samples MAS with their log-probabilities, or builds the most likely ones."""
+    """A learned MAS builder: samples MAS with their log-probabilities (from its own seeded generator, never
+    torch's global one), or builds the most likely ones."""
 
     def parameters(self) -> object: ...
 
@@ -116,8 +119,7 @@ def train_sampled_policy(
     drawing callable also hands the policy its condition); `bonus` adds a method's own shaping term to the
     reward of each sampled MAS (e.g. RL-Focal's diversity reward)."""
     config = config or PolicyGradientConfig()
-    generator = np.random.default_rng(experiment.seed)
-    torch.manual_seed(experiment.seed)
+    generator = np.random.default_rng(experiment.seed)  # batches and drawn penalties; the policy samples with its own
     parameters = list(policy.parameters())  # type: ignore[call-overload]
     optimiser = torch.optim.Adam(parameters, lr=config.learning_rate) if parameters else None
     train = experiment.splits.train
@@ -128,12 +130,9 @@ def train_sampled_policy(
             batch_penalty = penalty(generator) if callable(penalty) else penalty
             embeddings = experiment.embed(batch).repeat_interleave(samples, dim=0)
             masses, log_prob, entropy = policy.sample(embeddings)
-            queries = [batch[index // samples] for index in range(len(masses))]
-            outcomes = experiment.execute(list(zip(masses, queries, strict=True)))
-            rewards = [batch_penalty.reward(o) for o in outcomes]
-            if bonus is not None:
-                rewards = [r + b for r, b in zip(rewards, bonus(masses), strict=True)]
-            reward = torch.tensor(rewards, dtype=torch.float64).view(len(batch), samples)
+            outcomes = experiment.execute(sampled_pairs(masses, batch, samples))
+            shaping = bonus(masses) if bonus is not None else None
+            reward = reward_matrix(outcomes, [batch_penalty] * len(outcomes), samples, shaping)
             loss = policy_gradient_loss(reward, log_prob, entropy, config.entropy_bonus)
             assert optimiser is not None
             optimiser_step(optimiser, loss, parameters)

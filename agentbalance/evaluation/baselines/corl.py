@@ -27,7 +27,6 @@ from agentbalance.evaluation.baselines._routing import (
     choose,
     choose_flags,
     expert_role,
-    seeded,
 )
 from agentbalance.evaluation.baselines.base import (
     Constructor,
@@ -42,6 +41,7 @@ from agentbalance.evaluation.baselines.base import (
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerContext
+from agentbalance.policy.sampling import seeded
 from agentbalance.query import Query
 
 # Training draws the budget condition of each batch from this many points of the shared kappa grid (0 and a

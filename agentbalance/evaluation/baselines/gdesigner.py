@@ -25,8 +25,10 @@ from agentbalance.experiment import Experiment
 class GDesignerPolicy(GraphPolicy):
     """Edge logit (i -> j) = <z_i, z_j> / sqrt(width) + b, z = GCN(roles + virtual task node)."""
 
-    def __init__(self, graph: RoleGraph, role_embeddings: torch.Tensor, query_dim: int, width: int = 32) -> None:
-        super().__init__(graph)
+    def __init__(
+        self, graph: RoleGraph, role_embeddings: torch.Tensor, query_dim: int, seed: int, width: int = 32
+    ) -> None:
+        super().__init__(graph, seed)
         self.register_buffer("roles", role_embeddings[list(graph.role_order)].clone())
         members = torch.arange(graph.size)
         task = torch.full_like(members, graph.size)  # the virtual task node follows the role nodes
@@ -54,4 +56,4 @@ class GDesignerStyle(LearnedGraphMethod):
 
     def policy(self, experiment: Experiment, graph: RoleGraph) -> GDesignerPolicy:
         query_dim = query_width(experiment)
-        return GDesignerPolicy(graph, experiment.context.role_embeddings, query_dim)
+        return GDesignerPolicy(graph, experiment.context.role_embeddings, query_dim, experiment.seed)

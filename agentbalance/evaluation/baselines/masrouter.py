@@ -20,7 +20,6 @@ from agentbalance.evaluation.baselines._routing import (
     choose,
     choose_sequence,
     mlp,
-    seeded,
 )
 from agentbalance.evaluation.baselines.base import (
     Constructor,
@@ -32,6 +31,7 @@ from agentbalance.evaluation.baselines.base import (
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerContext
+from agentbalance.policy.sampling import seeded
 from agentbalance.templates import DEBATERS, TOPOLOGIES, agent_id
 
 # The collaboration modes are the fixed topologies (complete, chain, star, layered, debate), wired over the

@@ -28,7 +28,6 @@ from agentbalance.evaluation.baselines._routing import (
     choose,
     choose_sequence,
     expert_role,
-    seeded,
     single_backbone_outcomes,
 )
 from agentbalance.evaluation.baselines.base import (
@@ -41,6 +40,7 @@ from agentbalance.evaluation.baselines.base import (
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerContext
+from agentbalance.policy.sampling import seeded
 
 MAX_ENSEMBLE = 3  # "small": the paper's ensembles are a few members of a larger pool
 DIVERSITY_WEIGHT = 0.1  # the focal-diversity bonus, in units of one correct answer

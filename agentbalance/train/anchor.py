@@ -1,0 +1,119 @@
+"""The anchored start: imitate, per target budget, the best MAS template that fits it, before REINFORCE begins.
+
+It must never measure a template on the test split nor imitate a MAS the controller cannot construct:
+templates are ranked on training and validation questions and cloned through `Controller.decisions_of`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from agentbalance.budgets import Budget
+from agentbalance.evaluation.measure import summarise
+from agentbalance.mas import MAS
+from agentbalance.policy.condition import conditions
+from agentbalance.policy.controller import Controller, Decisions
+from agentbalance.query import Query
+from agentbalance.templates import topology_mas
+from agentbalance.train.budget_targeting import Snapshot, budget_preference, budget_score
+from agentbalance.train.training_run import TrainingRun
+
+# the templates an anchored start may imitate besides a backbone alone: those the controller can construct
+ANCHOR_TOPOLOGIES = ("chain", "star", "layered")
+
+
+@dataclass(frozen=True)
+class AnchoredStart:
+    """What `anchor` cloned: the template per target, its decisions and the weights it left."""
+
+    templates: list[MAS]  # the template imitated per target (the user's budget last)
+    imitated: Decisions  # their decisions, one row per target
+    snapshot: Snapshot  # the weights after imitation with their validation results: always a final candidate
+    margin: float  # one standard error of its validation Perf (x anchor_margin_z): what training must win by
+
+    def imitation_log_prob(
+        self, controller: Controller, embeddings: torch.Tensor, condition: torch.Tensor, targets: Sequence[int]
+    ) -> torch.Tensor:
+        """The mean exact log-probability of each query's target template under its target's `condition`:
+        the pull towards the anchored start that REINFORCE keeps while it trains."""
+        given = self.imitated.take(torch.as_tensor(targets))
+        return controller(embeddings, condition, mode="given", given=given).log_prob.mean()
+
+
+def anchor_templates(run: TrainingRun) -> list[MAS]:
+    """Every kept backbone alone, then the role library on one backbone wired as a chain, a star or layers
+    (`ANCHOR_TOPOLOGIES`, the templates the controller can construct)."""
+    roles = run.experiment.roles
+    names = run.controller.context.backbone_names
+    return [MAS.single(roles.decision.name, name) for name in names] + [
+        topology_mas(kind, roles, name) for kind in ANCHOR_TOPOLOGIES for name in names
+    ]
+
+
+def best_fitting_templates(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> list[MAS]:
+    """Per target, the template of the best `budget_preference` on the training and validation questions."""
+    templates = anchor_templates(run)
+    # the templates learn nothing from the training split: measured on it too, they are told apart
+    # by 3-4x the questions (validation alone often ranks two close backbones the wrong way round)
+    measured = [*train, *val]
+    outcomes = run.execute([(template, query) for template in templates for query in measured])
+    n = len(measured)
+    evaluations = [
+        summarise([template] * n, outcomes[i * n : (i + 1) * n], run.config.confidence_z)
+        for i, template in enumerate(templates)
+    ]
+    penalties = run.config.fixed_penalties
+
+    def best_for(budget: Budget) -> MAS:
+        return templates[max(range(len(templates)), key=lambda i: budget_preference(evaluations[i], budget, penalties))]
+
+    return [best_for(budget) for budget in run.targets]
+
+
+def anchor(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> AnchoredStart | None:
+    """An anchored start: imitate, under each target budget's condition, the best MAS template that fits
+    that budget on the training and validation questions (`best_fitting_templates`).
+
+    REINFORCE then starts from a policy that already meets the budget with a good Perf, and this
+    start stays a candidate of the final choice on validation, so training replaces it only with
+    something better there (by the margin of `selection_key`). Without it a run sometimes ends below
+    the best single backbone that fits: reward noise spreads queries over weaker backbones. With no
+    budget (fixed lambdas, the paper's mode) nothing fits or misses and nothing is imitated: None."""
+    if all(budget.tok is None and budget.lat is None for budget in run.targets):
+        return None
+    chosen = best_fitting_templates(run, train, val)
+    imitated = run.controller.decisions_of(chosen)
+    imitate(run, train, imitated)
+    evaluations = [run.evaluate(val, target) for target in range(len(run.targets))]
+    snapshot = Snapshot(
+        budget_score(evaluations, run.targets, run.config.fixed_penalties),
+        copy.deepcopy(run.controller.state_dict()),
+        evaluations,
+    )
+    margin = run.config.anchor_margin_z * float(np.mean([e.perf_standard_error() for e in evaluations]))
+    return AnchoredStart(chosen, imitated, snapshot, margin)
+
+
+def imitate(run: TrainingRun, train: Sequence[Query], decisions_of_target: Decisions) -> None:
+    """Maximise the exact log-probability of each target's decisions under its condition, for every
+    training query. The difficulty head stays frozen: its ranking is what delta calibration later
+    spends the budget with."""
+    c, controller = run.config, run.controller
+    generator = np.random.default_rng(run.seed)
+    parameters = [p for n, p in controller.named_parameters() if not n.startswith("difficulty.")]
+    optimiser = torch.optim.Adam(parameters, lr=c.anchor_learning_rate)
+    for _ in range(c.anchor_steps):
+        rows = generator.choice(len(train), size=min(c.batch_queries, len(train)), replace=False)
+        targets = generator.integers(len(run.targets), size=len(rows))
+        given = decisions_of_target.take(torch.as_tensor(targets))
+        condition = conditions([run.targets[t] for t in targets])
+        step = controller(run.embed([train[i] for i in rows]), condition, mode="given", given=given)
+        loss = -step.log_prob.mean()
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
