@@ -33,7 +33,7 @@ from agentbalance.experiment import ExperimentSpec
 from agentbalance.query import Query
 from agentbalance.splits import world_splits
 from agentbalance.train.build import BuildSpec, build
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 from agentbalance.trained import TrainedController
 from agentbalance.worlds.simulated import SimulatedWorld
 

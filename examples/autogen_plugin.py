@@ -27,7 +27,7 @@ from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query
 from agentbalance.splits import world_splits
 from agentbalance.train.build import BuildSpec, build
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 from agentbalance.worlds.simulated import SimulatedWorld
 
 DECISION = "final_answerer"

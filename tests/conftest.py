@@ -72,7 +72,7 @@ def trained_run(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Pat
     from agentbalance.budgets import Budget
     from agentbalance.experiment import ExperimentSpec
     from agentbalance.train.build import BuildSpec, build
-    from agentbalance.train.reinforce import TrainConfig
+    from agentbalance.train.config import TrainConfig
 
     out = tmp_path_factory.mktemp("trained-run") / "run"
     with pytest.MonkeyPatch.context() as patch:

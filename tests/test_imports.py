@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "policy": CORE | {"pooling", "encoders"},
     "splits": CORE | {"worlds", "tasks"},
     "experiment": CORE | {"worlds", "tasks", "encoders", "pooling", "splits", "runtime", "policy"},
-    "evaluation.measure": CORE | {"runtime", "experiment"},
+    "evaluation.measure": CORE | {"runtime", "experiment", "policy"},
     "train": CORE | {"policy", "experiment", "runtime", "templates", "evaluation.measure", "splits", "pooling"}
     | {"encoders", "worlds", "plots"},
     "trained": CORE | {"train", "runtime", "worlds", "experiment", "evaluation.measure", "policy", "tasks"}

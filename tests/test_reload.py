@@ -15,7 +15,7 @@ from agentbalance.encoders import TextEncoder
 from agentbalance.experiment import ExperimentSpec, embed_queries, world_catalogs
 from agentbalance.policy.condition import budget_condition
 from agentbalance.train.build import BuildSpec, Built, build
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 from agentbalance.train.run_folder import load_controller
 from agentbalance.worlds import open_world
 from tests.test_cli import agentbalance

@@ -80,7 +80,7 @@ def build(
     from agentbalance.policy.controller import ControllerConfig
     from agentbalance.train.build import BuildSpec
     from agentbalance.train.build import build as run_build
-    from agentbalance.train.reinforce import TrainConfig
+    from agentbalance.train.config import TrainConfig
 
     budget = Budget(budget_tok, budget_lat)
     if budget_tok is None and budget_lat is None and lambda_tok is None and lambda_lat is None:

@@ -47,7 +47,7 @@ def curve(
     from agentbalance.evaluation.curve import run_curve
     from agentbalance.evaluation.methods import parse_methods
     from agentbalance.experiment import ExperimentSpec
-    from agentbalance.train.reinforce import TrainConfig
+    from agentbalance.train.config import TrainConfig
 
     names = parse_methods(methods)
     spec = ExperimentSpec(

@@ -23,7 +23,7 @@ from agentbalance.evaluation.metrics import SUMMARY_COLUMNS, Point, summary_row
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.files import atomic_write
 from agentbalance.train.build import one_torch_thread
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 
 CURVE_COLUMNS = ("method", "setting", "perf", "tok", "lat", "n")
 BASE_METHOD = "base"  # the row of the base MAS: the metrics' B_max and p_base

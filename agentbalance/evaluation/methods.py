@@ -7,7 +7,7 @@ import importlib
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Method
 from agentbalance.policy.controller import ABLATIONS
-from agentbalance.train.reinforce import TrainConfig
+from agentbalance.train.config import TrainConfig
 
 # name -> (module, factory, argument); fixed topologies share one class
 METHODS: dict[str, tuple[str, str, str | None]] = {
