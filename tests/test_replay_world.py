@@ -331,7 +331,8 @@ def test_without_gold_the_recorded_grade_of_the_same_answer_counts(tmp_path: Pat
     query = question(world, 1)
     assert call(world, GENERAL, "Scientist", "alpha", query).correct is True
     assert call(world, GENERAL, "Scientist", "gamma", query).correct is False
-    assert call(world, GENERAL, "Scientist", "delta", query).correct is None, "no answer, no gold: unknown"
+    # no answer and no gold: the recording still graded delta's abstention (wrong), so the answer is graded
+    assert call(world, GENERAL, "Scientist", "delta", query).correct is False
 
 
 # ----------------------------------------------------------------------------- the combination rule

@@ -507,13 +507,12 @@ class ReplayWorld:
         return upstream.backbone.name
 
     def _grade(self, qi: int, answer: str | None) -> bool | None:
-        """Against the gold when known; else the recorded grade of a backbone that gave this answer, if any."""
+        """Against the gold when known; else the recorded grade of a backbone that gave this answer (no
+        answer: one that recorded none), if any."""
         gold = self._gold[qi]
         if gold is not None:
             return answer == gold
-        if answer is None:
-            return None
-        gave = self._present[qi] & (self._answers[qi] == answer)
+        gave = self._present[qi] & (self._answers[qi] == (answer or ""))
         return bool(self._correct[qi, gave].any()) if gave.any() else None
 
     def _latency_s(self, backbone: Backbone, qi: int, mi: int, completion_tokens: int) -> float:
