@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -138,3 +139,35 @@ def fitting_cache(experiment: Experiment, methods: dict[str, Any], config: objec
         return cache[name, setting]
 
     return masses
+
+
+def write_panel_mas(path: Path, solvers: list[tuple[str, str, str]], decision: tuple[str, str, str]) -> Path:
+    """A MAS file of solvers (id, role, backbone) that all feed one decision agent: the smallest MAS with a
+    vote; returns `path`."""
+    agents = [{"id": i, "role": role, "backbone": backbone} for i, role, backbone in [*solvers, decision]]
+    edges = [[solver[0], decision[0]] for solver in solvers]
+    path.write_text(json.dumps({"agents": agents, "edges": edges, "decision": decision[0]}), encoding="utf-8")
+    return path
+
+
+def write_math_questions(path: Path, count: int) -> Path:
+    """`count` simple math questions as a query file (gold "4"), for live builds against a loopback server."""
+    lines = (
+        json.dumps({"id": f"q{i}", "question": f"What is {i} - {i} + 4?", "answer": "4", "domain": "math"}) + "\n"
+        for i in range(count)
+    )
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def assert_fit_is_reproducible(method: Any, experiment: Experiment, setting: str, fitted: list[Any]) -> None:
+    """The same setting fitted again gives identical MAS whatever torch's global random state (re-seeded and
+    consumed here), which the fit leaves as it was."""
+    import torch
+
+    torch.manual_seed(12345)
+    torch.rand(100)
+    before = torch.random.get_rng_state()
+    again = method.fit(experiment, setting)(experiment.splits.test)
+    assert torch.equal(torch.random.get_rng_state(), before), "the fit read or wrote torch's global random state"
+    assert [m.to_json() for m in again] == [m.to_json() for m in fitted]

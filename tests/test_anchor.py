@@ -25,11 +25,12 @@ from agentbalance.train.budget_targeting import best_delta, budget_preference, s
 from agentbalance.train.build import BuildSpec, build, train_on
 from agentbalance.train.config import TrainConfig
 from agentbalance.train.reinforce import Trainer
+from agentbalance.train.training_run import TrainingRun
 
 
 def _trainer(experiment: Experiment, budgets: BudgetRange | Budget, config: TrainConfig) -> Trainer:
     """A trainer for a budget range, or for one budget."""
-    return Trainer(experiment, Controller(experiment.context), budgets, config)
+    return Trainer(TrainingRun.of(experiment, Controller(experiment.context), budgets, config))
 
 
 def _templates(experiment: Experiment) -> list[MAS]:

@@ -23,7 +23,7 @@ from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
 from agentbalance.templates import DEBATERS
-from tests.conftest import fitting_cache
+from tests.conftest import assert_fit_is_reproducible, fitting_cache
 from tests.test_baselines_learned_graph import METHODS as GRAPH_METHODS
 
 METHODS = {"masrouter-style": MasRouterStyle, "corl-style": CoRLStyle, "rlfocal-style": RLFocalStyle}
@@ -193,13 +193,7 @@ def test_masrouter_builds_the_chosen_mode_over_the_chosen_roles() -> None:
 
 @pytest.mark.parametrize("name", METHODS)
 def test_the_same_setting_fitted_twice_gives_identical_mas(name: str, small_experiment, fitted) -> None:
-    """Whatever torch's global random state (re-seeded and consumed here), which the fit leaves as it was."""
-    torch.manual_seed(12345)
-    torch.rand(100)
-    before = torch.random.get_rng_state()
-    again = METHODS[name](SHORT).fit(small_experiment, "kappa=0.1")(small_experiment.splits.test)
-    assert torch.equal(torch.random.get_rng_state(), before), "the fit read or wrote torch's global random state"
-    assert [m.to_json() for m in again] == [m.to_json() for m in fitted(name, "kappa=0.1")]
+    assert_fit_is_reproducible(METHODS[name](SHORT), small_experiment, "kappa=0.1", fitted(name, "kappa=0.1"))
 
 
 @pytest.mark.parametrize("name", METHODS)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import agentbalance
+from tests.conftest import agentbalance, write_math_questions
 from tests.loopback_server import LoopbackServer
 
 pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
@@ -181,14 +181,7 @@ def test_run_in_the_live_world_against_a_loopback_endpoint(tmp_path: Path) -> No
 
 
 def test_build_and_evaluate_in_the_live_world_with_a_task(tmp_path: Path) -> None:
-    questions = tmp_path / "q.jsonl"
-    questions.write_text(
-        "".join(
-            json.dumps({"id": f"q{i}", "question": f"What is {i} - {i} + 4?", "answer": "4", "domain": "math"}) + "\n"
-            for i in range(20)
-        ),
-        encoding="utf-8",
-    )
+    questions = write_math_questions(tmp_path / "q.jsonl", 20)
     env = {"AGENTBALANCE_API_KEY": "sk-loopback"}
     with LoopbackServer(api_keys={"sk-loopback"}) as server:
         live = ["--world", "live", "--base-url", server.base_url, "--cache-dir", str(tmp_path / "cache")]

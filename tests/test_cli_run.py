@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import write_panel_mas
 from tests.test_cli import agentbalance
 from tests.test_replay_world import mcq_tables, write_world
 
@@ -38,18 +39,8 @@ def replay_folder(tmp_path: Path) -> Path:
 
 
 def replay_mas(tmp_path: Path) -> Path:
-    return write_json(
-        tmp_path / "mas.json",
-        {
-            "agents": [
-                {"id": "s1", "role": "Scientist", "backbone": "alpha"},
-                {"id": "s2", "role": "Historian", "backbone": "beta"},
-                {"id": "d", "role": "Decision Maker", "backbone": "gamma"},
-            ],
-            "edges": [["s1", "d"], ["s2", "d"]],
-            "decision": "d",
-        },
-    )
+    solvers = [("s1", "Scientist", "alpha"), ("s2", "Historian", "beta")]
+    return write_panel_mas(tmp_path / "mas.json", solvers, ("d", "Decision Maker", "gamma"))
 
 
 def run_replayed(tmp_path: Path, replay_folder: Path, queries: str, *flags: str) -> subprocess.CompletedProcess[str]:

@@ -22,6 +22,7 @@ from agentbalance.runtime.runner import Runner
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion
 from agentbalance.worlds.live import LiveCompletion, LiveWorld
 from tests import test_live_world
+from tests.conftest import write_panel_mas
 from tests.loopback_server import Fault, LoopbackServer, random_schedule
 from tests.test_live_world import KEY, QUERY, ROLES, write_catalog
 
@@ -277,18 +278,8 @@ def test_a_rerun_after_failures_pays_only_for_what_failed(
 
 
 def write_mas(folder: Path) -> Path:
-    mas = {
-        "agents": [
-            {"id": "m", "role": "Mathematician", "backbone": "qwen3-8b"},
-            {"id": "a", "role": "Algebra Specialist", "backbone": "qwen3-14b"},
-            {"id": "d", "role": "Decision Maker", "backbone": "qwen3-32b"},
-        ],
-        "edges": [["m", "d"], ["a", "d"]],
-        "decision": "d",
-    }
-    path = folder / "mas.json"
-    path.write_text(json.dumps(mas), encoding="utf-8")
-    return path
+    solvers = [("m", "Mathematician", "qwen3-8b"), ("a", "Algebra Specialist", "qwen3-14b")]
+    return write_panel_mas(folder / "mas.json", solvers, ("d", "Decision Maker", "qwen3-32b"))
 
 
 def invoke(*args: str, key: str = KEY) -> tuple[int, str, str]:

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from agentbalance.errors import AgentBalanceError
 from agentbalance.worlds import LiveOptions, open_world
 from agentbalance.worlds.live import LiveWorld
+from tests.conftest import write_math_questions
 from tests.loopback_server import LoopbackServer
 from tests.test_cli_build import write_two_agent_mas
 from tests.test_live_world import complete, write_catalog
@@ -137,15 +138,7 @@ def test_a_catalog_never_holds_a_key(tmp_path: Path) -> None:
 
 
 def questions(folder: Path) -> Path:
-    path = folder / "q.jsonl"
-    path.write_text(
-        "".join(
-            json.dumps({"id": f"q{i}", "question": f"What is {i} - {i} + 4?", "answer": "4", "domain": "math"}) + "\n"
-            for i in range(12)
-        ),
-        encoding="utf-8",
-    )
-    return path
+    return write_math_questions(folder / "q.jsonl", 12)
 
 
 @pytest.mark.slow

@@ -25,6 +25,7 @@ from agentbalance.train.config import TrainConfig
 from agentbalance.train.policy_gradient import policy_gradient_loss
 from agentbalance.train.reinforce import Trainer
 from agentbalance.train.run_folder import load_controller
+from agentbalance.train.training_run import TrainingRun
 from agentbalance.worlds.simulated import SimulatedWorld
 
 
@@ -143,7 +144,7 @@ def _weights_trained_after_global_draws(experiment: Experiment, global_seed: int
     (no anchored start: the one epoch's weights, drawn samples and all, are then the weights kept)."""
     with seeded(0):
         controller = Controller(experiment.context)
-    trainer = Trainer(experiment, controller, Budget(tok=1.0), SHORT, seed=0)
+    trainer = Trainer(TrainingRun.of(experiment, controller, Budget(tok=1.0), SHORT, seed=0))
     torch.manual_seed(global_seed)
     torch.rand(global_seed)
     splits = experiment.splits

@@ -130,25 +130,15 @@ class Controller(nn.Module):
 
         offset = c.delta if delta is None else delta
         pool_log_probs = self.selection(difficulty, condition, delta=offset, max_pool=c.max_pool)
-        if c.ablation == "random-selection":
-            pool_log_probs = _uniform(pool_log_probs)
-        pool = categorical(
-            pool_log_probs,
-            _random_if(c.ablation == "random-selection", mode),
-            generator,
-            given.pool if given else None,
+        pool_log_probs, pool = self._stage_choice(
+            pool_log_probs, "random-selection", mode, generator, given.pool if given else None
         )
         log_p_sel = pool_log_probs.gather(1, pool.unsqueeze(1)).squeeze(1)
 
         vectors = self.matching.backbone_vectors(ctx)
         match_log_probs = self.matching(query_embeddings, difficulty, condition, ctx, pool, vectors)  # [B, R, M]
-        if c.ablation == "random-matching":
-            match_log_probs = _uniform(match_log_probs)
-        backbones = categorical(
-            match_log_probs,
-            _random_if(c.ablation == "random-matching", mode),
-            generator,
-            given.backbones if given else None,
+        match_log_probs, backbones = self._stage_choice(
+            match_log_probs, "random-matching", mode, generator, given.backbones if given else None
         )
         log_p_match = match_log_probs.gather(2, backbones.unsqueeze(2)).squeeze(2).sum(1)
 
@@ -195,6 +185,20 @@ class Controller(nn.Module):
             expected_length=topology.expected_length,
             difficulty=difficulty,
         )
+
+    def _stage_choice(
+        self,
+        log_probs: torch.Tensor,
+        random_ablation: str,
+        mode: str,
+        generator: torch.Generator | None,
+        given: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """A categorical stage's distribution (uniform under its random ablation) and its choice."""
+        random = self.config.ablation == random_ablation
+        if random:
+            log_probs = _uniform(log_probs)
+        return log_probs, categorical(log_probs, _random_if(random, mode), generator, given)
 
     def construct(
         self,

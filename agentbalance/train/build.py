@@ -29,6 +29,7 @@ from agentbalance.train.checkpoints import RestartCheckpoints
 from agentbalance.train.config import TrainConfig, TrainResult
 from agentbalance.train.reinforce import Trainer
 from agentbalance.train.run_folder import save_run
+from agentbalance.train.training_run import TrainingRun
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ def train_on(
     for restart in range(spec.restarts):
         with seeded(spec.seed + 1000 * restart):  # the initial weights; torch's global random state is left alone
             controller = Controller(experiment.context, spec.controller)
-        trainer = Trainer(experiment, controller, spec.trained_for, spec.train, seed=spec.seed + restart)
+        run = TrainingRun.of(experiment, controller, spec.trained_for, spec.train, seed=spec.seed + restart)
+        trainer = Trainer(run)
         offset = restart * spec.train.epochs
         saved = checkpoints.load(restart) if checkpoints is not None else None
         if saved is not None:

@@ -14,9 +14,7 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.evaluation.measure import Evaluation, cheapest_mas, measure
-from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.condition import conditions
 from agentbalance.policy.controller import Controller
@@ -55,19 +53,14 @@ class Trainer:
     anchored start and the generator its samples are drawn from (seeded with `seed`).
     """
 
-    def __init__(
-        self,
-        experiment: Experiment,
-        controller: Controller,
-        budget: Budget | BudgetRange,
-        config: TrainConfig | None = None,
-        seed: int = 0,
-    ) -> None:
-        self.run = TrainingRun.of(experiment, controller, budget, config, seed)
-        self.duals = DualAscent(self.run)
+    def __init__(self, run: TrainingRun) -> None:
+        """A trainer of `run` (`TrainingRun.of(experiment, controller, budget, config, seed)`)."""
+        self.run = run
+        self.duals = DualAscent(run)
         self.anchored: AnchoredStart | None = None  # what `anchor` cloned, always a final candidate
         # every sampled MAS of this run is drawn from here: nothing reads or writes torch's global random state
-        self.generator = torch.Generator().manual_seed(seed)
+        self.generator = torch.Generator().manual_seed(run.seed)
+
 
     @property
     def controller(self) -> Controller:

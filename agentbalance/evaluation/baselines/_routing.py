@@ -18,17 +18,8 @@ from torch import nn
 from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS, Agent
+from agentbalance.policy import sampling
 from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
-from agentbalance.policy.sampling import (
-    GIVEN,
-    GREEDY,
-    SAMPLE,
-    bernoulli_entropy,
-    bernoulli_log_prob,
-    categorical,
-    categorical_entropy,
-    flags,
-)
 from agentbalance.query import Query
 from agentbalance.roles import RoleKind, RoleSet
 
@@ -69,12 +60,12 @@ def choose(
         active = torch.ones(logits.shape[0], dtype=torch.bool)
     logits = torch.where(active.unsqueeze(1), logits, torch.zeros_like(logits))  # an idle row stays finite
     log_probs = torch.log_softmax(logits, dim=1)
-    index = categorical(log_probs, mode, generator, given.clamp_min(0) if given is not None else None)
+    index = sampling.categorical(log_probs, mode, generator, given.clamp_min(0) if given is not None else None)
     zero = torch.zeros(logits.shape[0])
     return Choice(
         torch.where(active, index, torch.full_like(index, -1)),
         torch.where(active, log_probs.gather(1, index.unsqueeze(1)).squeeze(1), zero),
-        torch.where(active, categorical_entropy(log_probs), zero),
+        torch.where(active, sampling.categorical_entropy(log_probs), zero),
     )
 
 
@@ -89,8 +80,9 @@ def choose_flags(
     are not decided (flag False, no log-probability). The index is the flags as 0/1."""
     if active is None:
         active = torch.ones_like(logits, dtype=torch.bool)
-    chosen = flags(logits, mode, generator, given) & active
-    terms, entropies, zero = bernoulli_log_prob(chosen, logits), bernoulli_entropy(logits), torch.zeros_like(logits)
+    chosen = sampling.flags(logits, mode, generator, given) & active
+    terms, entropies = sampling.bernoulli_log_prob(chosen, logits), sampling.bernoulli_entropy(logits)
+    zero = torch.zeros_like(logits)
     return Choice(chosen.long(), torch.where(active, terms, zero).sum(1), torch.where(active, entropies, zero).sum(1))
 
 
@@ -170,16 +162,16 @@ class RoutingPolicy(nn.Module, ABC):
         """The MAS each row of `decisions` builds."""
 
     def sample(self, embeddings: torch.Tensor) -> tuple[list[MAS], torch.Tensor, torch.Tensor]:
-        step = self.decide(embeddings, SAMPLE)
+        step = self.decide(embeddings, sampling.SAMPLE)
         return self.masses(step.decisions), step.log_prob, step.entropy
 
     def greedy(self, embeddings: torch.Tensor) -> list[MAS]:
         with torch.no_grad():
-            return self.masses(self.decide(embeddings, GREEDY).decisions)
+            return self.masses(self.decide(embeddings, sampling.GREEDY).decisions)
 
     def log_prob_of(self, embeddings: torch.Tensor, decisions: Decisions) -> torch.Tensor:
         """[B] exact log-probability of the given decisions (tests, diagnostics)."""
-        return self.decide(embeddings, GIVEN, decisions).log_prob
+        return self.decide(embeddings, sampling.GIVEN, decisions).log_prob
 
     def agent(self, agent_id: str, role: str, backbone: str) -> Agent:
         """Agents are immutable: one object per (id, role, backbone), shared by every MAS that has it."""
