@@ -56,8 +56,8 @@ class WorldClients:
     """
 
     def __init__(self, world: World, query: Query | None = None) -> None:
-        if not callable(getattr(world, "complete", None)) and not callable(getattr(world, "answer", None)):
-            raise AgentBalanceError(f"{world!r} is not an agentbalance world (it has neither complete nor answer)")
+        if not isinstance(world, World):
+            raise AgentBalanceError(f"{world!r} is not an agentbalance world (no name, catalog and async complete)")
         self.world = world
         self.query = query
         self._said: dict[str, list[tuple[str, Upstream | None]]] = {}  # AutoGen name -> (text, upstream | failed)
@@ -139,10 +139,7 @@ class WorldChatClient(ChatCompletionClient):
         return Upstream(self.slot.agent.id, self.slot.role, self.backbone, completion)
 
     async def _complete(self, call: AgentCall) -> Completion:
-        complete = getattr(self.episode.world, "complete", None)
-        if callable(complete):
-            return await complete(call)
-        return self.episode.world.answer(call)  # type: ignore[attr-defined]
+        return await self.episode.world.complete(call)
 
     def _query(self, messages: Sequence[LLMMessage]) -> Query:
         if self.episode.query is not None:

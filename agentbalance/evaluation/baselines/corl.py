@@ -118,7 +118,7 @@ class CoRLStyle(PenaltySweptMethod):
     def __init__(self, config: PolicyGradientConfig | None = None) -> None:
         self.config = config or DEFAULT_CONFIG
         self.trainings = 0  # how many controllers were trained (one per experiment)
-        self._trained: dict[int, tuple[Experiment, CoRLPolicy]] = {}  # id(experiment) -> (experiment, model)
+        self._trained: tuple[Experiment, CoRLPolicy] | None = None  # the experiment last trained for, its model
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
         kappa = kappa_of(setting)
@@ -139,9 +139,8 @@ class CoRLStyle(PenaltySweptMethod):
 
     def _controller(self, experiment: Experiment) -> CoRLPolicy:
         """The experiment's trained controller, trained now if this is its first setting."""
-        cached = self._trained.get(id(experiment))
-        if cached is not None and cached[0] is experiment:  # the identity check guards against a reused id
-            return cached[1]
+        if self._trained is not None and self._trained[0] is experiment:  # a sweep asks every setting of one
+            return self._trained[1]
         with seeded(experiment.seed):
             policy = CoRLPolicy(experiment.context, experiment.seed, expert_role(experiment.roles))
         grid = [kappa_of(s) for s in penalty_grid(experiment, CONDITION_POINTS)]
@@ -153,5 +152,5 @@ class CoRLStyle(PenaltySweptMethod):
 
         train_sampled_policy(policy, experiment, draw_budget, self.config)
         self.trainings += 1
-        self._trained[id(experiment)] = (experiment, policy)
+        self._trained = (experiment, policy)
         return policy
