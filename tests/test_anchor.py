@@ -27,6 +27,8 @@ from agentbalance.train.config import TrainConfig
 from agentbalance.train.reinforce import Trainer
 from agentbalance.train.training_run import TrainingRun
 
+pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
+
 
 def _trainer(experiment: Experiment, budgets: BudgetRange | Budget, config: TrainConfig) -> Trainer:
     """A trainer for a budget range, or for one budget."""

@@ -60,6 +60,7 @@ def test_conditions_are_log_budgets_and_zero_when_absent() -> None:
     assert rows.tolist() == [[0.0, 0.0], [pytest.approx(1.0), pytest.approx(1.0)]]
 
 
+@pytest.mark.slow
 def test_one_conditioned_build_serves_every_budget_of_its_range(tmp_path: Path) -> None:
     folder = tmp_path / "run"
     done = agentbalance(

@@ -18,6 +18,8 @@ import torch
 from tests.loopback_server import LoopbackServer
 from tests.test_cli_build import agentbalance
 
+pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
+
 SMALL = ["--train", "16", "--val", "8", "--test", "8", "--epochs", "2", "--restarts", "2"]
 
 

@@ -28,6 +28,8 @@ from agentbalance.train.run_folder import load_controller
 from agentbalance.train.training_run import TrainingRun
 from agentbalance.worlds.simulated import SimulatedWorld
 
+pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
+
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory):
