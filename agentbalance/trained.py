@@ -191,16 +191,20 @@ class TrainedController:
         limit: int | None = None,
         live: LiveOptions | None = None,
     ) -> ExperimentSpec:
-        """The experiment it was built on, with what the caller changes (another world, seed or task)."""
+        """The experiment it was built on, with what the caller changes: another world (then its own catalog
+        unless `catalog` names one), seed, or task (then `data`/`limit` are that task's)."""
         saved = self.config.task
-        same_task = task is None
+        if task is None and saved is not None:  # the run's own task, with what the caller overrides
+            task = saved.name
+            data = saved.data if data is None else data
+            limit = saved.limit if limit is None else limit
         return ExperimentSpec(
             world=world or self.config.world,
             catalog=catalog if world is not None or catalog is not None else self.config.catalog,
             sizes=self.config.split_sizes,
-            task=task or (saved.name if saved else None),
-            data=data if not same_task or data is not None else (saved.data if saved else None),
-            limit=limit if not same_task or limit is not None else (saved.limit if saved else None),
+            task=task,
+            data=data,
+            limit=limit,
             live=live,
             seed=self.seed if seed is None else seed,
         )

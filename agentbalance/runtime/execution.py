@@ -12,11 +12,11 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from agentbalance.catalog import Catalog
+from agentbalance.catalog import Backbone, Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
 from agentbalance.query import Query
-from agentbalance.roles import RoleSet
+from agentbalance.roles import Role, RoleSet
 from agentbalance.runtime.trace import AgentTrace, Trace
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, Upstream
 
@@ -35,6 +35,10 @@ class Caps:
             # NaN would compare false everywhere and silently never cap; infinity is no cap: both are mistakes
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise AgentBalanceError(f"per-query cap {name} must be positive and finite, got {value}")
+
+    @property
+    def active(self) -> bool:
+        return self.max_usd is not None or self.max_seconds is not None
 
     def reason(self, spent_usd: float, start_s: float) -> str | None:
         """Why an agent that would start at `start_s` (modelled) after `spent_usd` may not launch, or None."""
@@ -56,7 +60,7 @@ class Skip:
     output: Completion | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AgentResult:
     """What one agent's turn produced: a completion, a failure (with what it still cost), or a skip."""
 
@@ -114,8 +118,20 @@ class Execution:
     """One MAS on one query in progress. Drive it with `start`/`decide`/`call`/`finish`; read `outcome`
     or `trace` when `done`. Agents are finished in any order consistent with the DAG."""
 
-    __slots__ = ("_delivered", "_finished_at", "_waiting", "capped", "caps", "catalog", "mas", "query", "results",
-                 "roles", "spent_usd")
+    __slots__ = (
+        "_delivered",
+        "_finished_at",
+        "_resolved",
+        "_waiting",
+        "capped",
+        "caps",
+        "catalog",
+        "mas",
+        "query",
+        "results",
+        "roles",
+        "spent_usd",
+    )
 
     def __init__(self, mas: MAS, query: Query, roles: RoleSet, catalog: Catalog, caps: Caps = NO_CAPS) -> None:
         self.mas = mas
@@ -129,6 +145,7 @@ class Execution:
         self._delivered: dict[str, Upstream] = {}  # what each answering agent passes on to its successors
         self._finished_at: dict[str, float] = {}  # modelled end time of each finished agent
         self._waiting = {agent.id: len(mas.predecessors(agent.id)) for agent in mas.agents}
+        self._resolved: dict[str, tuple[Role, Backbone]] = {}
 
     # ---- stepping
 
@@ -142,6 +159,8 @@ class Execution:
 
     def decide(self, agent_id: str) -> Skip | None:
         """Before any call: None if the agent runs, else why it is skipped (a per-query cap)."""
+        if not self.caps.active:
+            return None
         reason = self.caps.reason(self.spent_usd, self.start_s(agent_id))
         if reason is None:
             return None
@@ -152,20 +171,19 @@ class Execution:
         """The call of an agent that runs: its role, backbone, the query, and the inputs that answered."""
         agent = self.mas.agent(agent_id)
         inputs = [self._delivered[p] for p in self.mas.predecessors(agent_id) if p in self._delivered]
-        return AgentCall(agent, self.roles[agent.role], self.catalog[agent.backbone], self.query, inputs)
+        return AgentCall(agent, *self._role_and_backbone(agent_id), self.query, inputs)
 
     def skip(self, agent_id: str, skip: Skip) -> list[str]:
         """Fold in a skipped agent (no cost, no time); returns the agents it makes ready."""
-        if skip.output is not None:
-            self._deliver(agent_id, skip.output)
-        return self.finish(agent_id, AgentResult(skip.output, skipped=skip.reason), delivered=skip.output is not None)
+        return self.finish(agent_id, AgentResult(skip.output, skipped=skip.reason))
 
-    def finish(self, agent_id: str, result: AgentResult, delivered: bool = False) -> list[str]:
-        """Fold in a finished agent; returns the agents whose last input it was (ready to decide)."""
+    def finish(self, agent_id: str, result: AgentResult) -> list[str]:
+        """Fold in a finished (or skipped) agent; returns the agents whose last input it was (ready to decide).
+        Its completion (a skip's output) is what its successors receive."""
         if agent_id in self.results:
             raise AgentBalanceError(f"agent {agent_id!r} of {self.mas!r} finished twice")
-        if result.completion is not None and not delivered and result.skipped is None:
-            self._deliver(agent_id, result.completion)
+        if result.completion is not None:
+            self._delivered[agent_id] = Upstream(agent_id, *self._role_and_backbone(agent_id), result.completion)
         self.results[agent_id] = result
         self.spent_usd += result.cost_usd
         self._finished_at[agent_id] = self.start_s(agent_id) + (0.0 if result.skipped else result.latency_s)
@@ -176,11 +194,12 @@ class Execution:
                 ready.append(successor)
         return ready
 
-    def _deliver(self, agent_id: str, completion: Completion) -> None:
-        agent = self.mas.agent(agent_id)
-        self._delivered[agent_id] = Upstream(
-            agent_id, self.roles[agent.role], self.catalog[agent.backbone], completion
-        )
+    def _role_and_backbone(self, agent_id: str) -> tuple[Role, Backbone]:
+        """The agent's role and backbone objects, looked up once per agent."""
+        if agent_id not in self._resolved:
+            agent = self.mas.agent(agent_id)
+            self._resolved[agent_id] = (self.roles[agent.role], self.catalog[agent.backbone])
+        return self._resolved[agent_id]
 
     @property
     def done(self) -> bool:
