@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +217,16 @@ class Catalog(NamedCollection[Backbone]):
     @property
     def backbones(self) -> tuple[Backbone, ...]:
         return self._items
+
+    @cached_property
+    def reliabilities(self) -> Mapping[str, float]:
+        """Each backbone's chance of a right answer as the catalog states it (mean score over the benchmarks
+        every backbone has, as a fraction, kept inside [0.01, 0.99]); 0.5 for all when no benchmark is common,
+        so that weighing by it is a plain majority. Execution weighs votes by it; it never sees a test split."""
+        common = self.common_benchmarks()
+        if not common:
+            return {b.name: 0.5 for b in self.backbones}
+        return {b.name: min(0.99, max(0.01, b.perf(common) / 100)) for b in self.backbones}
 
     def subset(self, names: Iterable[str]) -> Catalog:
         """A catalog of the named backbones, in this catalog's order."""

@@ -24,7 +24,7 @@ from agentbalance.runtime.rollout import Grader, Outcome, execute
 from agentbalance.splits import Splits, task_splits, world_splits
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import LiveOptions, open_task, open_world
-from agentbalance.worlds.base import RecordedWorld, SyncWorld, World, pooled_catalog
+from agentbalance.worlds.base import RecordedWorld, SameAnswer, SyncWorld, World, pooled_catalog, same_recorded_answer
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,11 @@ class Experiment:
         return self.task.score if self.task is not None else None
 
     @property
+    def same_answer(self) -> SameAnswer:
+        """How conditional agents compare answers: the task's rule, else the world's canonical answers'."""
+        return self.task.same_answer if self.task is not None else same_recorded_answer
+
+    @property
     def kept(self) -> list[str]:
         """The backbones kept by the Pareto filter, cheapest pool first."""
         return list(self.context.backbone_names)
@@ -139,4 +144,4 @@ class Experiment:
         return torch.stack([self.embeddings[q.id] for q in queries])
 
     def execute(self, pairs: Sequence[tuple[MAS, Query]]) -> list[Outcome]:
-        return execute(self.world, self.roles, pairs, self.grader)
+        return execute(self.world, self.roles, pairs, self.grader, same_answer=self.same_answer)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -18,19 +18,41 @@ from agentbalance.errors import AgentBalanceError, describe_validation_error, re
 from agentbalance.files import parse_json
 from agentbalance.roles import RoleSet
 
+When = Literal["always", "disagree", "never"]
+CONDITIONS: tuple[When, ...] = ("always", "disagree", "never")
+
 
 class Agent(BaseModel):
-    """One node of the MAS: an id unique in the MAS, a role name, a backbone name."""
+    """One node of the MAS: an id unique in the MAS, a role name, a backbone name, and when it runs.
+
+    `when` (docs/mas.md#conditional-agents): "always" (the default, omitted in JSON); "disagree": only if
+    its inputs' answers differ (or one failed or gave none), else it passes on the agreed answer at no
+    cost, which makes a conditional decision agent a cascade; "never": it is never called and passes on
+    its inputs' reliability-weighted vote (a free majority vote, as in self-consistency).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1)
     role: str = Field(min_length=1)
     backbone: str = Field(min_length=1)
+    when: When = "always"
 
     @property
     def name(self) -> str:
         return self.id
+
+    @property
+    def conditional(self) -> bool:
+        """Whether the agent's inputs decide if it is called (it needs at least two of them)."""
+        return self.when != "always"
+
+    def to_json(self) -> dict[str, str]:
+        """The public JSON form: `when` only when it is not "always", so old files read back unchanged."""
+        document = {"id": self.id, "role": self.role, "backbone": self.backbone}
+        if self.when != "always":
+            document["when"] = self.when
+        return document
 
 
 class _MASDocument(BaseModel):
@@ -130,6 +152,13 @@ class MAS:
             raise AgentBalanceError(
                 f"{source}: the decision agent {self.decision!r} has outgoing edges; it must be the last agent"
             )
+        for agent in self.agents:
+            inputs = sum(dst == agent.id for _, dst in self.edges)
+            if agent.conditional and inputs < 2:
+                raise AgentBalanceError(
+                    f"{source}: agent {agent.id!r} has when={agent.when!r}, which compares its inputs' answers: "
+                    f"it needs at least two inputs, found {inputs}"
+                )
         feeding = nx.ancestors(graph, self.decision) | {self.decision}
         idle = [agent.id for agent in self.agents if agent.id not in feeding]
         if idle:
@@ -176,16 +205,26 @@ class MAS:
         return int(nx.dag_longest_path_length(self._graph())) + 1
 
     def to_mermaid(self) -> str:
-        """A mermaid flowchart: one box per agent (role, backbone), the decision agent double-boxed."""
+        """A mermaid flowchart: one box per agent (role, backbone), the decision agent double-boxed; the
+        edges into a conditional agent are dashed, and its box says when it runs."""
         node = {agent.id: f"n{index}" for index, agent in enumerate(self.agents)}  # ids mermaid accepts
         lines = ["flowchart LR"]
         for agent in self.agents:
+            condition = {"always": "", "disagree": "<br/>(if inputs disagree)", "never": "<br/>(vote, no call)"}
             # names are user data: a quote or a line break in one must not end the label or the statement
-            label = " ".join(f"{agent.id}: {agent.role}<br/>{agent.backbone}".replace('"', "'").split())
+            text = f"{agent.id}: {agent.role}<br/>{agent.backbone}".replace('"', "'")
+            label = " ".join(text.split()) + condition[agent.when]
             shape = f'[["{label}"]]' if agent.id == self.decision else f'["{label}"]'
             lines.append(f"    {node[agent.id]}{shape}")
-        lines.extend(f"    {node[src]} --> {node[dst]}" for src, dst in self.edges)
+        for src, dst in self.edges:
+            arrow = "-.->" if self._by_id[dst].conditional else "-->"
+            lines.append(f"    {node[src]} {arrow} {node[dst]}")
         return "\n".join(lines)
+
+    @property
+    def conditional(self) -> bool:
+        """Whether some agent's inputs decide if it is called (the MAS's cost is then random)."""
+        return any(agent.conditional for agent in self.agents)
 
     # ---- checks against the catalog and role library in use
 
@@ -209,7 +248,7 @@ class MAS:
         document: dict[str, Any] = {
             "query_id": self.query_id,
             "pool": self.pool,
-            "agents": [agent.model_dump() for agent in self.agents],
+            "agents": [agent.to_json() for agent in self.agents],
             "edges": [list(edge) for edge in self.edges],
             "decision": self.decision,
         }

@@ -36,7 +36,7 @@ from agentbalance.runtime.trace import Trace
 from agentbalance.tasks.base import Task
 from agentbalance.train.run_folder import RunConfig, load_controller, run_catalogs, run_roles
 from agentbalance.worlds import LiveOptions
-from agentbalance.worlds.base import World
+from agentbalance.worlds.base import SameAnswer, World, same_recorded_answer
 
 SPLITS = ("train", "val", "test", "all")
 
@@ -218,9 +218,11 @@ class TrainedController:
         caps: Caps | None = None,
         concurrency: int = 32,
         grader: Grader | None = None,
+        same_answer: SameAnswer | None = None,
     ) -> list[Trace]:
         """Construct each query's MAS and execute it (default world: the one it was trained in; graded by
-        the run's task when it had one, else by `grader`, else by the world)."""
+        the run's task when it had one, else by `grader`, else by the world; conditional agents compare
+        answers by `same_answer`, else the run's task's rule, else as canonical answers)."""
         task = None
         if world is None:
             world, task = self.open_world()
@@ -228,7 +230,8 @@ class TrainedController:
         asked = [as_query(query) for query in queries]
         masses = controller.construct_many(asked, budget)
         grader = grader or (task.score if task is not None else None)
-        runner = Runner(world, controller.roles, concurrency=concurrency, caps=caps, grader=grader)
+        same_answer = same_answer or (task.same_answer if task is not None else same_recorded_answer)
+        runner = Runner(world, controller.roles, concurrency, caps, grader, same_answer)
         return runner.run_sync(list(zip(masses, asked, strict=True)))
 
     def evaluate(
@@ -266,4 +269,6 @@ class TrainedController:
         controller = self.over(opened)
         masses = controller.construct_many(queries, budget)
         grader = task.score if task is not None else None
-        return masses, execute(opened, controller.roles, list(zip(masses, queries, strict=True)), grader)
+        same_answer = task.same_answer if task is not None else same_recorded_answer
+        pairs = list(zip(masses, queries, strict=True))
+        return masses, execute(opened, controller.roles, pairs, grader, same_answer=same_answer)

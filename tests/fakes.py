@@ -16,6 +16,7 @@ class ScriptedWorld:
     latency_s: dict[str, float] = field(default_factory=dict)  # per backbone; default 1.0
     fail_agents: set[str] = field(default_factory=set)
     crash_agents: set[str] = field(default_factory=set)
+    answers: dict[str, str | None] = field(default_factory=dict)  # per agent id; default: the id (the decision: gold)
     sleep_scale: float = 0.0  # sleep latency x scale, to observe real concurrency
     name: str = "scripted"
     simulated: bool = True
@@ -43,6 +44,7 @@ class ScriptedWorld:
             raise RuntimeError("client bug")
         seen = ",".join(sorted(u.agent_id for u in call.inputs))
         answer = call.query.answer if call.role.kind == "decision" else f"{call.agent.id}"
+        answer = self.answers.get(call.agent.id, answer)
         return Completion(
             text=f"{call.agent.id} saw [{seen}]",
             answer=answer,

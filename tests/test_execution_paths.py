@@ -127,3 +127,33 @@ def test_a_skip_with_an_output_reaches_the_successors_on_both_paths(
         c1 = runner.agents[1]
         assert (c1.skipped, c1.answer, c1.cost_usd, c1.prompt_tokens) == ("inputs agree", "B", 0.0, 0)
     assert sorted(autogen_world.called) == sorted(runner_world.called) == ["c0"] * 3 + ["c2"] * 3  # never c1
+
+
+def test_a_cascade_skips_and_escalates_alike_on_every_path(queries: list[Query]) -> None:
+    """Two cheap answerers and a conditional decision agent on a strong backbone: the runner, the rollout and
+    GraphFlow skip it on the same queries (inputs agreed), run it afresh on the others, and cost the same."""
+    world = open_world("sim")
+    agents = [
+        Agent(id="a", role="Knowledgeable Expert", backbone="qwen3-1.7b"),
+        Agent(id="b", role="Scientist", backbone="qwen3-8b"),
+        Agent(id="d", role="Decision Maker", backbone="qwen3-235b-a22b", when="disagree"),
+    ]
+    mas = MAS(agents, [("a", "d"), ("b", "d")], "d")
+    more = queries + synthetic_split("test", 30, seed=1)
+    pairs = [(mas, query) for query in more]
+    runner_world, autogen_world = CountingWorld(world), CountingWorld(world)
+    by_runner = Runner(runner_world, ROLES).run_sync(pairs)  # type: ignore[arg-type]
+    by_rollout = [rollout_execution(world, ROLES, mas, query).trace(world.name, 0.0) for query in more]  # type: ignore[arg-type]
+    by_autogen = through_autogen(autogen_world, pairs)  # type: ignore[arg-type]
+    for runner, rollout, autogen in zip(by_runner, by_rollout, by_autogen, strict=True):
+        assert record(rollout) == record(runner)
+        assert record(autogen) == record(runner)
+    escalated = [t.escalated for t in by_runner]
+    assert any(escalated) and not all(escalated)
+    for trace in by_runner:
+        decision = trace.agents[2]
+        assert (decision.skipped == "inputs agreed") is (not trace.escalated)
+        if not trace.escalated:
+            assert decision.cost_usd == 0 and decision.answer == trace.agents[0].answer == trace.answer
+    assert sorted(autogen_world.called) == sorted(runner_world.called)
+    assert runner_world.called.count("d") == sum(escalated)

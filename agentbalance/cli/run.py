@@ -39,7 +39,7 @@ from agentbalance.runtime.execution import Caps
 from agentbalance.runtime.runner import Runner
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import WORLD_HELP, LiveOptions, open_task, open_world
-from agentbalance.worlds.base import RecordedWorld, World
+from agentbalance.worlds.base import RecordedWorld, World, same_recorded_answer
 
 
 def _roles_for(mas: MAS, roles: str | None, world: World) -> RoleSet:
@@ -152,7 +152,8 @@ def run(
         library = _roles_for(mas, default_roles, world)
         mas.check_against(world.catalog, library, source=str(mas_path))
         queries = _queries_for(question, input_path, world, loaded_task)
-        runner = Runner(world, library, concurrency=concurrency, caps=caps, grader=grader)
+        same_answer = loaded_task.same_answer if loaded_task else same_recorded_answer
+        runner = Runner(world, library, concurrency=concurrency, caps=caps, grader=grader, same_answer=same_answer)
         traces = runner.run_sync([(mas, query) for query in queries])
     if as_json:
         for trace in traces:
@@ -170,7 +171,8 @@ def run(
             f"answer: {escape(str(trace.answer))} ({verdict})  cost: ${trace.cost_usd:.6f}  "
             f"latency: {trace.latency_s:.1f} s (modelled critical path)  wall: {trace.wall_s:.3f} s"
             + (f"  failures: {trace.failures}" if trace.failures else "")
-            + (f"  capped: {escape(trace.capped)}" if trace.capped else ""),
+            + (f"  capped: {escape(trace.capped)}" if trace.capped else "")
+            + ("  escalated: inputs disagreed" if trace.escalated else ""),
             highlight=False,
         )
     if len(traces) > 1:
@@ -178,8 +180,10 @@ def run(
         accuracy = f"{100 * sum(known) / len(known):.1f}%" if known else "n/a"
         tok = 100 * sum(t.cost_usd for t in traces) / len(traces)
         lat = sum(t.latency_s for t in traces) / len(traces)
+        escalated = sum(t.escalated for t in traces)
         console.print(
-            f"{len(traces)} queries: accuracy {accuracy}, Tok ${tok:.4f} per 100 queries, Lat {lat:.1f} s per query",
+            f"{len(traces)} queries: accuracy {accuracy}, Tok ${tok:.4f} per 100 queries, Lat {lat:.1f} s per query"
+            + (f", escalated {100 * escalated / len(traces):.0f}%" if escalated else ""),
             highlight=False,
         )
 

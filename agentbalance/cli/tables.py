@@ -58,7 +58,7 @@ def agents_table(trace: Trace) -> Table:
             column, justify="right" if column in ("in tok", "out tok", "USD", "start s", "end s") else "left"
         )
     for agent in trace.agents:
-        note = agent.error or agent.skipped or ""
+        note = agent.error or agent.skipped or ("ran: inputs disagreed" if agent.escalated else "")
         table.add_row(
             escape(agent.id),
             escape(agent.role),
@@ -75,7 +75,8 @@ def agents_table(trace: Trace) -> Table:
 
 
 def print_mas(console: Console, mas: MAS, title: str) -> None:
-    agents = ", ".join(f"{a.id}={a.role}@{a.backbone}" for a in mas.agents)
+    when = {"always": "", "disagree": " (if inputs disagree)", "never": " (vote)"}
+    agents = ", ".join(f"{a.id}={a.role}@{a.backbone}{when[a.when]}" for a in mas.agents)
     edges = ", ".join(f"{a}->{b}" for a, b in mas.edges) or "none"
     console.print(f"{title}: pool {mas.pool}; agents {agents}; edges {edges}; decision {mas.decision}", highlight=False)
 
@@ -111,31 +112,38 @@ def print_result_json(result: Evaluation, budget: Budget, feasible: bool, split:
         "split": split,
         "n": result.n,
         "n_graded": result.n_graded,
+        "escalation_rate": result.escalation_rate,
         "out": str(out),
     }
     sys.stdout.write(json.dumps(payload) + "\n")
 
 
 def evaluation_table(
-    title: str, rows: list[tuple[str, object]], budget_tok: float | None, budget_lat: float | None
+    title: str, rows: list[tuple[str, Evaluation]], budget_tok: float | None, budget_lat: float | None
 ) -> Table:
     table = Table(title=title)
-    for column in ("split", "n", "Perf", "Tok $/100q", "Tok upper", "Lat s", "Lat upper", "pools", "agents", "depths"):
+    escalating = any(evaluation.escalation_rate > 0 for _, evaluation in rows)
+    columns = ["split", "n", "Perf", "Tok $/100q", "Tok upper", "Lat s", "Lat upper", "pools", "agents", "depths"]
+    if escalating:  # conditional agents ran somewhere: how often beside Tok, since it is why Tok varies
+        columns.insert(5, "escalated")
+    for column in columns:
         table.add_column(column, justify="left" if column in ("split", "pools", "agents", "depths") else "right")
-    for name, evaluation in rows:
-        e = evaluation  # an Evaluation
-        table.add_row(
+    for name, e in rows:
+        cells = [
             name,
             str(e.n) if e.n_graded == e.n else f"{e.n} ({e.n_graded} graded)",
             f"{100 * e.perf:.1f}%",
             f"{e.tok:.4f}",
             f"{e.tok_upper:.4f}",
-            f"{e.lat:.1f}",  # type: ignore[attr-defined]
+            f"{e.lat:.1f}",
             f"{e.lat_upper:.1f}",
             _short(e.pools),
             _short(e.agent_counts),
-            _short(e.depths),  # type: ignore[attr-defined]
-        )
+            _short(e.depths),
+        ]
+        if escalating:
+            cells.insert(5, f"{100 * e.escalation_rate:.0f}%")
+        table.add_row(*cells)
     tok = budget_tok if budget_tok is not None else "-"
     lat = budget_lat if budget_lat is not None else "-"
     table.caption = f"budget: Tok {tok} USD/100 queries, Lat {lat} s/query; upper = one-sided 95% bound"

@@ -30,7 +30,9 @@ class Evaluation:
     """Greedy construction + execution on a split: the means and upper bounds, and what was built.
 
     `perf` is the mean over the `n_graded` queries whose answer could be graded; `n` counts every query
-    (cost and latency are means over all of them: an ungraded query still costs)."""
+    (cost and latency are means over all of them: an ungraded query still costs). `escalation_rate` is the
+    share of queries on which a conditional agent ran (its inputs disagreed): their cost is random, and
+    the upper bounds are over the realised costs, escalations included."""
 
     perf: float
     tok: float  # USD per 100 queries
@@ -43,6 +45,7 @@ class Evaluation:
     depths: dict[str, int] = field(default_factory=dict)
     backbones: dict[str, int] = field(default_factory=dict)
     n_graded: int | None = None  # None (older run folders): every query was graded
+    escalation_rate: float = 0.0
 
     def __post_init__(self) -> None:
         if self.n_graded is None:
@@ -98,6 +101,7 @@ def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> E
         depths=_counts(str(mas.depth()) for mas in masses),
         backbones=dict(backbones.most_common()),
         n_graded=n_graded,
+        escalation_rate=float(np.mean([o.escalated for o in outcomes])) if n else 0.0,
     )
 
 

@@ -4,13 +4,18 @@ For each agent whose inputs are done it says "run" (with the call to make) or "s
 before any call is made; it folds each finished agent in; at the end it gives the modelled schedule and
 critical path, the final answer and its grading. The async runner, the training rollout and the AutoGen
 adapter all drive it, so they cannot disagree. It never calls a world and never decides the MAS.
+
+Conditional agents (docs/mas.md#conditional-agents) are decided here too: a "disagree" agent whose inputs
+agree is skipped and passes on the agreed answer; one that runs is asked afresh, told that its inputs
+disagreed; a "never" agent passes on its inputs' reliability-weighted vote, and so does a conditional agent
+that a cap stops or whose call fails.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agentbalance.catalog import Backbone, Catalog
 from agentbalance.errors import AgentBalanceError
@@ -18,9 +23,19 @@ from agentbalance.mas import MAS
 from agentbalance.query import Query
 from agentbalance.roles import Role, RoleSet
 from agentbalance.runtime.trace import AgentTrace, Trace
-from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, Upstream
+from agentbalance.worlds.base import (
+    AgentCall,
+    AgentCallFailed,
+    Completion,
+    SameAnswer,
+    Upstream,
+    same_recorded_answer,
+)
 
 Grader = Callable[[Query, str | None], bool | None]  # the task's scorer: None when it cannot grade
+AGREED = "inputs agreed"  # why a "disagree" agent did not run
+VOTED = "vote of its inputs"  # why a "never" agent did not run
+MIN_VOTE_WEIGHT = 0.05  # a backbone no better than chance still counts a little, never negatively
 
 
 @dataclass(frozen=True)
@@ -54,10 +69,15 @@ NO_CAPS = Caps()
 
 @dataclass(frozen=True)
 class Skip:
-    """An agent that does not run: why, and the completion its successors receive instead (None: nothing)."""
+    """An agent that does not run: why, and the completion its successors receive instead (None: nothing).
+
+    `vouched_by` is the backbone whose reliability the output carries downstream (default: the agent's own):
+    an agreed answer or a vote carries that of its most reliable input that gave it.
+    """
 
     reason: str
     output: Completion | None = None
+    vouched_by: Backbone | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +118,7 @@ class Outcome:
     cost_usd: float
     latency_s: float
     agents: int
+    escalated: bool = False  # a conditional agent ran: its inputs disagreed (or one failed)
 
 
 def grade(query: Query, final: Completion | None, grader: Grader | None) -> bool | None:
@@ -126,22 +147,34 @@ class Execution:
         "capped",
         "caps",
         "catalog",
+        "escalated",
         "mas",
         "query",
         "results",
         "roles",
+        "same_answer",
         "spent_usd",
     )
 
-    def __init__(self, mas: MAS, query: Query, roles: RoleSet, catalog: Catalog, caps: Caps = NO_CAPS) -> None:
+    def __init__(
+        self,
+        mas: MAS,
+        query: Query,
+        roles: RoleSet,
+        catalog: Catalog,
+        caps: Caps = NO_CAPS,
+        same_answer: SameAnswer = same_recorded_answer,
+    ) -> None:
         self.mas = mas
         self.query = query
         self.roles = roles
         self.catalog = catalog
         self.caps = caps
+        self.same_answer = same_answer  # how conditional agents compare their inputs' answers (the task's rule)
         self.results: dict[str, AgentResult] = {}
         self.spent_usd = 0.0  # over the agents finished so far
         self.capped: str | None = None  # the first cap that stopped a launch
+        self.escalated: set[str] = set()  # the conditional agents that ran
         self._delivered: dict[str, Upstream] = {}  # what each answering agent passes on to its successors
         self._finished_at: dict[str, float] = {}  # modelled end time of each finished agent
         self._waiting = {agent.id: len(mas.predecessors(agent.id)) for agent in mas.agents}
@@ -158,32 +191,54 @@ class Execution:
         return max((self._finished_at[p] for p in self.mas.predecessors(agent_id)), default=0.0)
 
     def decide(self, agent_id: str) -> Skip | None:
-        """Before any call: None if the agent runs, else why it is skipped (a per-query cap)."""
-        if not self.caps.active:
-            return None
-        reason = self.caps.reason(self.spent_usd, self.start_s(agent_id))
-        if reason is None:
-            return None
-        self.capped = self.capped or reason
-        return Skip(reason)
+        """Before any call: None if the agent runs, else why it is skipped (a per-query cap, its inputs
+        agreed, or it only votes) and what it passes on."""
+        when = self.mas.agent(agent_id).when
+        if when == "never":
+            return self._voted(agent_id, VOTED)
+        if self.caps.active:
+            reason = self.caps.reason(self.spent_usd, self.start_s(agent_id))
+            if reason is not None:
+                self.capped = self.capped or reason
+                return self._voted(agent_id, reason) if when == "disagree" else Skip(reason)
+        if when == "disagree":
+            agreed = self._agreement(agent_id)
+            if agreed is not None:
+                return Skip(AGREED, _free(agreed.completion), agreed.backbone)
+            self.escalated.add(agent_id)
+        return None
 
     def call(self, agent_id: str) -> AgentCall:
-        """The call of an agent that runs: its role, backbone, the query, and the inputs that answered."""
+        """The call of an agent that runs: its role, backbone, the query, and the inputs that answered; a
+        conditional agent is asked afresh (no inputs), told that its inputs disagreed."""
         agent = self.mas.agent(agent_id)
+        role, backbone = self._role_and_backbone(agent_id)
+        if agent_id in self.escalated:
+            return AgentCall(agent, role, backbone, self.query, (), self._disagreement_note(agent_id))
         inputs = [self._delivered[p] for p in self.mas.predecessors(agent_id) if p in self._delivered]
-        return AgentCall(agent, *self._role_and_backbone(agent_id), self.query, inputs)
+        return AgentCall(agent, role, backbone, self.query, inputs)
 
     def skip(self, agent_id: str, skip: Skip) -> list[str]:
         """Fold in a skipped agent (no cost, no time); returns the agents it makes ready."""
-        return self.finish(agent_id, AgentResult(skip.output, skipped=skip.reason))
+        ready = self.finish(agent_id, AgentResult(skip.output, skipped=skip.reason))
+        if skip.output is not None and skip.vouched_by is not None:
+            role, _ = self._role_and_backbone(agent_id)
+            self._delivered[agent_id] = Upstream(agent_id, role, skip.vouched_by, skip.output)
+        return ready
 
     def finish(self, agent_id: str, result: AgentResult) -> list[str]:
         """Fold in a finished (or skipped) agent; returns the agents whose last input it was (ready to decide).
-        Its completion (a skip's output) is what its successors receive."""
+        Its completion (a skip's output) is what its successors receive; a conditional agent whose call
+        failed passes on its inputs' vote instead."""
         if agent_id in self.results:
             raise AgentBalanceError(f"agent {agent_id!r} of {self.mas!r} finished twice")
         if result.completion is not None:
             self._delivered[agent_id] = Upstream(agent_id, *self._role_and_backbone(agent_id), result.completion)
+        elif result.error is not None and self.mas.agent(agent_id).conditional:
+            fallback = self._vote(agent_id)
+            if fallback is not None:
+                role, _ = self._role_and_backbone(agent_id)
+                self._delivered[agent_id] = Upstream(agent_id, role, fallback.backbone, _free(fallback.completion))
         self.results[agent_id] = result
         self.spent_usd += result.cost_usd
         self._finished_at[agent_id] = self.start_s(agent_id) + (0.0 if result.skipped else result.latency_s)
@@ -193,6 +248,57 @@ class Execution:
             if self._waiting[successor] == 0:
                 ready.append(successor)
         return ready
+
+    # ---- conditional agents
+
+    def _answered_inputs(self, agent_id: str) -> list[Upstream | None]:
+        """What each input passed on, None for an input that failed, was capped or gave no answer."""
+        inputs = (self._delivered.get(p) for p in self.mas.predecessors(agent_id))
+        return [u if u is not None and u.completion.answer else None for u in inputs]
+
+    def _agreement(self, agent_id: str) -> Upstream | None:
+        """The most reliable input, if every input answered and all answers are one (as the task reads them)."""
+        inputs = self._answered_inputs(agent_id)
+        if any(u is None for u in inputs):
+            return None
+        answered = [u for u in inputs if u is not None]
+        first = str(answered[0].completion.answer)
+        if not all(self.same_answer(self.query, first, str(u.completion.answer)) for u in answered[1:]):
+            return None
+        return max(answered, key=self._vote_weight)
+
+    def _vote(self, agent_id: str) -> Upstream | None:
+        """The reliability-weighted vote of the inputs that answered (log-odds of each backbone's catalog
+        reliability): the winning answer as given by its most reliable voter; ties go to the earlier input."""
+        groups: list[list[Upstream]] = []
+        for upstream in (u for u in self._answered_inputs(agent_id) if u is not None):
+            answer = str(upstream.completion.answer)
+            group = next((g for g in groups if self.same_answer(self.query, str(g[0].completion.answer), answer)), None)
+            if group is None:
+                groups.append([upstream])
+            else:
+                group.append(upstream)
+        if not groups:
+            return None
+        weights = [[self._vote_weight(u) for u in group] for group in groups]
+        best = max(range(len(groups)), key=lambda g: (round(sum(weights[g]), 9), round(max(weights[g]), 9), -g))
+        return max(groups[best], key=self._vote_weight)
+
+    def _voted(self, agent_id: str, reason: str) -> Skip:
+        """A skip that passes on the inputs' vote (nothing when no input answered)."""
+        winner = self._vote(agent_id)
+        return Skip(reason) if winner is None else Skip(reason, _free(winner.completion), winner.backbone)
+
+    def _vote_weight(self, upstream: Upstream) -> float:
+        reliability = self.catalog.reliabilities.get(upstream.backbone.name, 0.5)
+        return max(MIN_VOTE_WEIGHT, math.log(reliability / (1 - reliability)))
+
+    def _disagreement_note(self, agent_id: str) -> str:
+        answers = [u.completion.answer if u is not None else "none" for u in self._answered_inputs(agent_id)]
+        return (
+            f"Other agents disagreed on this question (their answers: {'; '.join(map(str, answers))}). "
+            "Solve it yourself and give your own answer."
+        )
 
     def _role_and_backbone(self, agent_id: str) -> tuple[Role, Backbone]:
         """The agent's role and backbone objects, looked up once per agent."""
@@ -209,8 +315,9 @@ class Execution:
 
     @property
     def final(self) -> Completion | None:
-        """The decision agent's completion: the MAS's answer (None if it failed or was skipped)."""
-        return self.results[self.mas.decision].completion
+        """What the decision agent passed on: the MAS's answer (None if it failed or was skipped with nothing)."""
+        delivered = self._delivered.get(self.mas.decision)
+        return delivered.completion if delivered is not None else None
 
     def latencies(self) -> dict[str, float]:
         return {agent_id: (0.0 if r.skipped else r.latency_s) for agent_id, r in self.results.items()}
@@ -225,6 +332,7 @@ class Execution:
             cost_usd=self.spent_usd,
             latency_s=self._finished_at[self.mas.decision],
             agents=len(self.mas),
+            escalated=bool(self.escalated),
         )
 
     def trace(self, world: str, wall_s: float, grader: Grader | None = None) -> Trace:
@@ -236,13 +344,14 @@ class Execution:
         for agent in self.mas.agents:
             result = self.results[agent.id]
             completion = result.completion if result.skipped is None else None
+            passed_on = self._delivered.get(agent.id)
             start, end = schedule[agent.id]
             agents.append(
                 AgentTrace(
                     id=agent.id,
                     role=agent.role,
                     backbone=agent.backbone,
-                    answer=result.completion.answer if result.completion is not None else None,
+                    answer=passed_on.completion.answer if passed_on is not None else None,
                     text=completion.text if completion is not None else "",
                     prompt_tokens=completion.prompt_tokens if completion is not None else result.failed_prompt_tokens,
                     completion_tokens=completion.completion_tokens if completion is not None else 0,
@@ -254,18 +363,28 @@ class Execution:
                     error=result.error,
                     skipped=result.skipped,
                     inputs=tuple(self.mas.predecessors(agent.id)),
+                    escalated=agent.id in self.escalated,
                 )
             )
         final = self.final
         answer = final.answer if final is not None else None
         correct = grade(self.query, final, grader)
         latency_s = schedule[self.mas.decision][1]
-        return Trace.summed(self.query.id, answer, correct, tuple(agents), latency_s, wall_s, world, self.capped)
+        return Trace.summed(
+            self.query.id, answer, correct, tuple(agents), latency_s, wall_s, world, self.capped, bool(self.escalated)
+        )
 
     def _check_done(self) -> None:
         if not self.done:
             missing = [a.id for a in self.mas.agents if a.id not in self.results]
             raise AgentBalanceError(f"{self.mas!r} on {self.query.id!r} is not finished: {', '.join(missing)} pending")
+
+
+def _free(completion: Completion) -> Completion:
+    """A completion passed on by an agent that made no call: the same answer and text, no usage, no time."""
+    return replace(
+        completion, prompt_tokens=0, completion_tokens=0, reasoning_tokens=0, cost_usd=0.0, latency_s=0.0, cached=False
+    )
 
 
 def modelled_schedule(mas: MAS, latencies: Mapping[str, float]) -> dict[str, tuple[float, float]]:

@@ -12,14 +12,16 @@ from agentbalance.mas import MAS
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import AgentResult, Execution, Grader, Outcome
-from agentbalance.worlds.base import AgentCallFailed, SyncWorld, World
+from agentbalance.worlds.base import AgentCallFailed, SameAnswer, SyncWorld, World, same_recorded_answer
 
 __all__ = ["Grader", "Outcome", "execute", "rollout", "rollout_execution"]
 
 
-def rollout_execution(world: SyncWorld, roles: RoleSet, mas: MAS, query: Query) -> Execution:
+def rollout_execution(
+    world: SyncWorld, roles: RoleSet, mas: MAS, query: Query, same_answer: SameAnswer = same_recorded_answer
+) -> Execution:
     """Run `mas` on `query` agent by agent in topological order; returns the finished execution."""
-    execution = Execution(mas, query, roles, world.catalog)
+    execution = Execution(mas, query, roles, world.catalog, same_answer=same_answer)
     for agent_id in mas.topological_order():
         skip = execution.decide(agent_id)
         if skip is not None:
@@ -34,9 +36,16 @@ def rollout_execution(world: SyncWorld, roles: RoleSet, mas: MAS, query: Query) 
     return execution
 
 
-def rollout(world: SyncWorld, roles: RoleSet, mas: MAS, query: Query, grader: Grader | None = None) -> Outcome:
+def rollout(
+    world: SyncWorld,
+    roles: RoleSet,
+    mas: MAS,
+    query: Query,
+    grader: Grader | None = None,
+    same_answer: SameAnswer = same_recorded_answer,
+) -> Outcome:
     """What training needs from one run of `mas` on `query` (latency: the modelled critical path)."""
-    return rollout_execution(world, roles, mas, query).outcome(grader)
+    return rollout_execution(world, roles, mas, query, same_answer).outcome(grader)
 
 
 def execute(
@@ -45,12 +54,15 @@ def execute(
     pairs: Sequence[tuple[MAS, Query]],
     grader: Grader | None = None,
     concurrency: int = 32,
+    same_answer: SameAnswer = same_recorded_answer,
 ) -> list[Outcome]:
     """Run many (MAS, query) pairs: inline in a CPU-only world, else (live) through the async Runner,
-    all pairs concurrently under one limit; graded by the one rule (`execution.grade`)."""
+    all pairs concurrently under one limit; graded by the one rule (`execution.grade`), answers compared
+    by `same_answer` (the task's rule)."""
     if isinstance(world, SyncWorld):
-        return [rollout(world, roles, mas, query, grader) for mas, query in pairs]
+        return [rollout(world, roles, mas, query, grader, same_answer) for mas, query in pairs]
     from agentbalance.runtime.runner import Runner
 
-    traces = Runner(world, roles, concurrency=concurrency, grader=grader).run_sync(list(pairs))
-    return [Outcome(t.answer, t.correct, t.cost_usd, t.latency_s, len(t.agents)) for t in traces]
+    runner = Runner(world, roles, concurrency=concurrency, grader=grader, same_answer=same_answer)
+    traces = runner.run_sync(list(pairs))
+    return [Outcome(t.answer, t.correct, t.cost_usd, t.latency_s, len(t.agents), t.escalated) for t in traces]

@@ -15,7 +15,7 @@ from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import AgentResult, Caps, Execution, Grader
 from agentbalance.runtime.trace import Trace
-from agentbalance.worlds.base import AgentCall, AgentCallFailed, World
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, SameAnswer, World, same_recorded_answer
 
 __all__ = ["Caps", "Grader", "Runner"]
 
@@ -30,6 +30,7 @@ class Runner:
         concurrency: int = 32,
         caps: Caps | None = None,
         grader: Grader | None = None,
+        same_answer: SameAnswer = same_recorded_answer,
     ) -> None:
         if concurrency < 1:
             raise AgentBalanceError(f"concurrency must be at least 1, got {concurrency}")
@@ -38,6 +39,7 @@ class Runner:
         self.concurrency = concurrency
         self.caps = caps or Caps()
         self.grader = grader
+        self.same_answer = same_answer  # the task's rule; conditional agents compare their inputs with it
 
     async def run(self, mas: MAS, query: Query, limit: asyncio.Semaphore | None = None) -> Trace:
         """Execute `mas` on `query`; agent failures are recorded, user errors (AgentBalanceError) raise.
@@ -48,7 +50,7 @@ class Runner:
         mas.check_against(self.world.catalog, self.roles)
         limit = limit or asyncio.Semaphore(self.concurrency)
         started = time.perf_counter()
-        execution = Execution(mas, query, self.roles, self.world.catalog, self.caps)
+        execution = Execution(mas, query, self.roles, self.world.catalog, self.caps, self.same_answer)
         all_done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         running: set[asyncio.Task[None]] = set()
 

@@ -26,8 +26,9 @@ class AgentTrace:
     start_s: float
     end_s: float
     error: str | None = None
-    skipped: str | None = None  # why the agent never launched (a per-query cap), else None
+    skipped: str | None = None  # why the agent never launched (a per-query cap, "inputs agreed"), else None
     inputs: tuple[str, ...] = ()
+    escalated: bool = False  # a conditional agent that ran: its inputs disagreed (or one failed)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Trace:
     world: str
     agents: tuple[AgentTrace, ...] = field(default_factory=tuple)
     capped: str | None = None  # which per-query cap stopped new launches, if any
+    escalated: bool = False  # a conditional agent ran because its inputs disagreed (or one failed)
 
     @classmethod
     def summed(
@@ -57,6 +59,7 @@ class Trace:
         wall_s: float,
         world: str,
         capped: str | None = None,
+        escalated: bool = False,
     ) -> Trace:
         """A trace whose cost and token totals are the sums of its agents' (one rule for every runner)."""
         return cls(
@@ -71,6 +74,7 @@ class Trace:
             world=world,
             agents=agents,
             capped=capped,
+            escalated=escalated,
         )
 
     @property
@@ -97,6 +101,7 @@ class Trace:
             "wall_s": self.wall_s,
             "failures": self.failures,
             "capped": self.capped,
+            "escalated": self.escalated,
             "world": self.world,
             "agents": agents,
         }

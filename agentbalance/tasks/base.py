@@ -17,7 +17,8 @@ class Task(Protocol):
     `domain` is general|math|code (it picks the default role library); `items()` yields queries in
     file order (already cut by the task's limit); `prompt` is the agent-facing text and contains the
     question verbatim; `parse` reads an answer from a completion text (None when there is none);
-    `score` says whether an answer is right (None when the gold is unknown).
+    `score` says whether an answer is right (None when the gold is unknown); `same_answer` whether two
+    parsed answers are one answer as the task reads them (never from the gold).
     """
 
     name: str
@@ -30,3 +31,5 @@ class Task(Protocol):
     def parse(self, text: str, query: Query) -> str | None: ...
 
     def score(self, query: Query, answer: str | None) -> bool | None: ...
+
+    def same_answer(self, query: Query, first: str, second: str) -> bool: ...

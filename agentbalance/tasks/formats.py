@@ -4,6 +4,7 @@ read from a completion and checked against the gold. Model-written programs run 
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,11 +34,18 @@ def _gold_tests(query: Query) -> Any:
     return query.metadata.get("test") or None
 
 
+def same_text(query: Query, first: str, second: str) -> bool:
+    """Free-form answers agree when they are equal after `normalise_text` (case, spacing, quotes, a final stop)."""
+    return normalise_text(first) == normalise_text(second)
+
+
 @dataclass(frozen=True)
 class AnswerFormat:
-    """Ask (`present` + `instruction`), read (`read`) and check (`check`) one kind of answer.
+    """Ask (`present` + `instruction`), read (`read`), check (`check`) and compare (`same`) one kind of answer.
 
     `check` is only called with a known gold (`gold(query)` not None) and a parsed answer: `score` handles the rest.
+    `same` says whether two parsed answers are the same answer as the task reads them (a conditional agent
+    runs only when its inputs' answers are not all `same`); it never sees the gold.
     """
 
     name: str
@@ -46,6 +54,7 @@ class AnswerFormat:
     check: Callable[[Query, str], bool]
     gold: Callable[[Query], Any] = _gold_answer
     present: Callable[[Query], str] = Query.render
+    same: Callable[[Query, str, str], bool] = same_text
 
     def prompt(self, query: Query) -> str:
         return f"{self.present(query)}\n\n{self.instruction}"
@@ -68,11 +77,16 @@ def multiple_choice(letters: Callable[[Query], Sequence[str]] = lambda query: qu
     def read(text: str, query: Query) -> str | None:
         return extract_choice(text, letters(query))
 
-    return AnswerFormat("letter", "Answer with the letter of the correct choice.", read, same_letter)
+    instruction = "Answer with the letter of the correct choice."
+    return AnswerFormat("letter", instruction, read, same_letter, same=_letters_equal)
 
 
 def same_letter(query: Query, answer: str) -> bool:
-    return answer.strip().upper() == str(query.answer).strip().upper()
+    return _letters_equal(query, answer, str(query.answer))
+
+
+def _letters_equal(query: Query, first: str, second: str) -> bool:
+    return first.strip().upper() == second.strip().upper()
 
 
 MCQ = multiple_choice()
@@ -97,8 +111,16 @@ def _numbers_equal(query: Query, answer: str) -> bool:
     return numbers_equal(answer, str(query.answer))
 
 
-MATH = AnswerFormat("math", BOXED_INSTRUCTION, _read_math, _math_equivalent)
-NUMBER = AnswerFormat("number", BOXED_INSTRUCTION, _read_number, _numbers_equal)
+def _same_math(query: Query, first: str, second: str) -> bool:
+    return math_equivalent(first, second)
+
+
+def _same_number(query: Query, first: str, second: str) -> bool:
+    return numbers_equal(first, second)
+
+
+MATH = AnswerFormat("math", BOXED_INSTRUCTION, _read_math, _math_equivalent, same=_same_math)
+NUMBER = AnswerFormat("number", BOXED_INSTRUCTION, _read_number, _numbers_equal, same=_same_number)
 
 
 # ----------------------------------------------------------------------------- programs
@@ -112,7 +134,18 @@ def _passes_tests(query: Query, answer: str) -> bool:
     return check_program(answer, query.metadata["test"], query.metadata.get("entry_point"))
 
 
-PROGRAM = AnswerFormat("program", CODE_INSTRUCTION, _read_code, _passes_tests, gold=_gold_tests)
+def same_program(query: Query, first: str, second: str) -> bool:
+    """Two programs agree only when their syntax trees are identical (names, comments and layout included
+    in the comparison, formatting not): running model-written code to compare behaviour would need tests
+    the controller must not see, and the prompt's own examples are too few to certify agreement, so a
+    conditional agent over programs runs unless its inputs wrote the very same program."""
+    try:
+        return ast.dump(ast.parse(first)) == ast.dump(ast.parse(second))
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+
+
+PROGRAM = AnswerFormat("program", CODE_INSTRUCTION, _read_code, _passes_tests, gold=_gold_tests, same=same_program)
 """A program checked by the query's tests (metadata "test", "entry_point"); no tests means an unknown gold."""
 
 
@@ -139,7 +172,7 @@ def normalise_text(text: str) -> str:
 
 
 def _same_text(query: Query, answer: str) -> bool:
-    return normalise_text(answer) == normalise_text(str(query.answer))
+    return same_text(query, answer, str(query.answer))
 
 
 EXACT = AnswerFormat("exact", "End with a line of the form 'Answer: <your answer>'.", read_free_text, _same_text)

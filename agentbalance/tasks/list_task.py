@@ -50,6 +50,9 @@ class ListTask:
     def score(self, query: Query, answer: str | None) -> bool | None:
         return self.format_of(query).score(query, answer)
 
+    def same_answer(self, query: Query, first: str, second: str) -> bool:
+        return self.format_of(query).same(query, first, second)
+
 
 def first(queries: Sequence[Query], limit: int | None) -> tuple[Query, ...]:
     """The first `limit` queries in file order (all of them when `limit` is None)."""

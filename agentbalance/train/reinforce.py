@@ -61,7 +61,6 @@ class Trainer:
         # every sampled MAS of this run is drawn from here: nothing reads or writes torch's global random state
         self.generator = torch.Generator().manual_seed(run.seed)
 
-
     @property
     def controller(self) -> Controller:
         return self.run.controller

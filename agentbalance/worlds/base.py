@@ -5,7 +5,7 @@ Worlds answer calls; they never decide which agents run or how they are wired (t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol, runtime_checkable
@@ -14,6 +14,15 @@ from agentbalance.catalog import Backbone, Catalog
 from agentbalance.mas import Agent
 from agentbalance.query import Query
 from agentbalance.roles import Role
+from agentbalance.tasks.formats import same_text
+
+SameAnswer = Callable[[Query, str, str], bool]  # whether two parsed answers are one answer (never from the gold)
+
+same_recorded_answer: SameAnswer = same_text
+"""How answers compare when no task says otherwise: the simulated and replay worlds give canonical answers
+(option letters, canonical numbers, dates as recorded, "solution:<author>" for code), so equal text after
+normalisation (case, spacing, quotes, a final stop) is the same answer; a live world's runs pass the task's
+`same_answer` (math equivalence, numbers as numbers)."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +60,8 @@ class AgentCall:
     """Everything a world needs for one agent call: who, on which query, given which inputs.
 
     `messages` (the chat prompt) is assembled on first use: simulated and replay worlds never need
-    the text, and skipping it keeps the runner's per-agent cost low.
+    the text, and skipping it keeps the runner's per-agent cost low. `note` is the execution's word to
+    the agent (a conditional agent that runs is told its inputs disagreed), appended to the question.
     """
 
     agent: Agent
@@ -59,14 +69,16 @@ class AgentCall:
     backbone: Backbone
     query: Query
     inputs: Sequence[Upstream] = field(default_factory=tuple)
+    note: str = ""
 
     @cached_property
     def messages(self) -> list[dict[str, str]]:
-        return agent_messages(self.role, self.query, self.inputs)
+        return agent_messages(self.role, self.query, self.inputs, self.note)
 
 
-def agent_messages(role: Role, query: Query, inputs: Sequence[Upstream]) -> list[dict[str, str]]:
-    """Chat messages of one agent call: its role's system prompt, the query, its predecessors' messages.
+def agent_messages(role: Role, query: Query, inputs: Sequence[Upstream], note: str = "") -> list[dict[str, str]]:
+    """Chat messages of one agent call: its role's system prompt, the query, its predecessors' messages,
+    and the execution's note, if any.
 
     Upstream text is quoted as data under a header; nothing in it changes what the runner does.
     """
@@ -76,6 +88,8 @@ def agent_messages(role: Role, query: Query, inputs: Sequence[Upstream]) -> list
             f"[{upstream.agent_id} | {upstream.role.name}]\n{upstream.completion.text}" for upstream in inputs
         )
         user += f"\n\nMessages from other agents:\n\n{quoted}"
+    if note:
+        user += f"\n\n{note}"
     return [{"role": "system", "content": role.prompt}, {"role": "user", "content": user}]
 
 
@@ -147,6 +161,6 @@ def estimate_prompt_tokens(call: AgentCall) -> int:
     """Prompt tokens of a call whose world reports none: the role prompt and the query (characters / 4)
     plus the full completions of the inputs, which a real agent reads (not the short texts a
     simulated or replayed upstream shows)."""
-    own_text = call.role.prompt + call.query.render()
+    own_text = call.role.prompt + call.query.render() + call.note
     base = -(-len(own_text) // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * 2
     return base + sum(upstream.completion.completion_tokens for upstream in call.inputs)

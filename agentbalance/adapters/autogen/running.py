@@ -19,10 +19,13 @@ from autogen_core.models import (
     ModelCapabilities,  # type: ignore[attr-defined]
     ModelInfo,
     RequestUsage,
+    SystemMessage,
+    UserMessage,
 )
 from autogen_core.tools import Tool, ToolSchema
 
 from agentbalance.adapters.autogen.graphflow import AgentSlot, ClientSource, build_graphflow, client_for
+from agentbalance.adapters.autogen.names import TASK_SOURCE
 from agentbalance.adapters.autogen.world_client import WorldChatClient, WorldClients
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
@@ -31,7 +34,7 @@ from agentbalance.query import Query, as_query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import NO_CAPS, AgentResult, Caps, Execution, Grader, Skip
 from agentbalance.runtime.trace import Trace
-from agentbalance.worlds.base import Completion, World
+from agentbalance.worlds.base import Completion, SameAnswer, World, same_recorded_answer
 
 Parse = Callable[[str, Query], "str | None"]
 NO_USAGE = RequestUsage(prompt_tokens=0, completion_tokens=0)
@@ -58,7 +61,8 @@ class GraphFlowRunner:
     Exactly one of `clients` (backbone name -> model client, or a factory per agent) and `world` (every
     call answered by an agentbalance world). `catalog` prices the usage (default: the world's). Answers
     of ordinary clients are read by `parse` (default: an option letter, else the final math answer);
-    `grader` is the task's scorer (`execution.grade`: a world that knows the truth decides first).
+    `grader` is the task's scorer (`execution.grade`: a world that knows the truth decides first) and
+    `same_answer` its rule for comparing answers (conditional agents; default: equal normalised text).
     """
 
     def __init__(
@@ -71,6 +75,7 @@ class GraphFlowRunner:
         parse: Parse | None = None,
         grader: Grader | None = None,
         caps: Caps | None = None,
+        same_answer: SameAnswer = same_recorded_answer,
     ) -> None:
         if (clients is None) == (world is None):
             raise AgentBalanceError("give exactly one of clients= (model clients per backbone) and world=")
@@ -84,6 +89,7 @@ class GraphFlowRunner:
         self.parse = parse
         self.grader = grader
         self.caps = caps or NO_CAPS
+        self.same_answer = same_answer
 
     async def run_many(self, pairs: Sequence[tuple[MAS, str | Query]], concurrency: int = 8) -> list[BalancedRun]:
         """Several (MAS, task) pairs, at most `concurrency` flows at once; order kept."""
@@ -101,7 +107,7 @@ class GraphFlowRunner:
         """Run `mas` on one task as a fresh GraphFlow; its trace is the execution's."""
         query = as_query(task)
         mas.check_against(self.catalog, self.roles)
-        execution = Execution(mas, query, self.roles, self.catalog, self.caps)
+        execution = Execution(mas, query, self.roles, self.catalog, self.caps, self.same_answer)
         episode = WorldClients(self.world, query) if self.world is not None else None
 
         def client(slot: AgentSlot) -> ChatCompletionClient:
@@ -126,6 +132,13 @@ class GraphFlowRunner:
         return default_parse(text, query)
 
 
+def afresh(messages: Sequence[LLMMessage], note: str) -> list[LLMMessage]:
+    """The messages of a conditional agent that runs, asked afresh as the execution asks it: its system
+    prompt and the task, without the other agents' messages, and the execution's note (its inputs disagreed)."""
+    own = [m for m in messages if isinstance(m, SystemMessage) or getattr(m, "source", None) == TASK_SOURCE]
+    return [*own, UserMessage(content=note, source=TASK_SOURCE)]
+
+
 class ExecutionClient(ChatCompletionClient):
     """One agent's model client in one flow, as the execution sees it: before the call it asks
     `execution.decide` (a skipped agent never calls its model: it says a short note, or the skip's output,
@@ -147,6 +160,8 @@ class ExecutionClient(ChatCompletionClient):
         skip = self.execution.decide(agent_id)
         if skip is not None:
             return self._skipped(skip)
+        if agent_id in self.execution.escalated:
+            messages = afresh(messages, self.execution.call(agent_id).note)
         failures = len(self.inner.failures) if isinstance(self.inner, WorldChatClient) else 0
         started = time.perf_counter()
         try:

@@ -21,7 +21,7 @@ from agentbalance.mas import MAS
 from agentbalance.query import Query, as_query
 from agentbalance.roles import Role, RoleKind, RoleSet
 from agentbalance.runtime.execution import Caps, Grader
-from agentbalance.worlds.base import World
+from agentbalance.worlds.base import SameAnswer, World, same_recorded_answer
 
 if TYPE_CHECKING:
     from agentbalance.budgets import Budget
@@ -115,12 +115,20 @@ class AgentBalanceTeam:
         parse: Parse | None = None,
         grader: Grader | None = None,
         caps: Caps | None = None,
+        same_answer: SameAnswer = same_recorded_answer,
     ) -> None:
         self.roles = roles_from_agents(agents, decision, critics, domains)
         if catalog is None and world is None and clients is not None:
             catalog = _trained_catalog(controller)
         self.runner = GraphFlowRunner(
-            self.roles, clients=clients, world=world, catalog=catalog, parse=parse, grader=grader, caps=caps
+            self.roles,
+            clients=clients,
+            world=world,
+            catalog=catalog,
+            parse=parse,
+            grader=grader,
+            caps=caps,
+            same_answer=same_answer,
         )
         self.controller = controller
         self.budget = budget
@@ -144,7 +152,7 @@ class AgentBalanceTeam:
         """A team over a controller saved by `agentbalance build` (trained on these agents' roles), over the
         world's (or catalog's) backbones, pooled afresh when they are not the ones it was trained on. `team`:
         the other keywords of AgentBalanceTeam (clients, budget: for a budget-conditioned controller any
-        budget of its range, else the one it was built for; parse, grader, caps)."""
+        budget of its range, else the one it was built for; parse, grader, caps, same_answer)."""
         from agentbalance.trained import TrainedController
 
         roles = roles_from_agents(agents, decision, critics, domains)

@@ -106,7 +106,8 @@ class WorldChatClient(ChatCompletionClient):
     ) -> CreateResult:
         if tools:
             raise AgentBalanceError(f"agent {self.slot.name!r}: a world-backed client cannot call tools")
-        call = AgentCall(self.slot.agent, self.slot.role, self.backbone, self._query(messages), self._inputs(messages))
+        query, inputs, note = self._query(messages), self._inputs(messages), self._note(messages)
+        call = AgentCall(self.slot.agent, self.slot.role, self.backbone, query, inputs, note)
         self.calls.append(call)
         try:
             completion = await self._complete(call)
@@ -148,6 +149,11 @@ class WorldChatClient(ChatCompletionClient):
             if getattr(message, "source", None) == TASK_SOURCE and isinstance(message.content, str):
                 return as_query(message.content)
         raise AgentBalanceError(f"agent {self.slot.name!r} received no task message (source {TASK_SOURCE!r})")
+
+    def _note(self, messages: Sequence[LLMMessage]) -> str:
+        """What the task's source said after the task itself (the execution's note to a conditional agent)."""
+        said = [m.content for m in messages if getattr(m, "source", None) == TASK_SOURCE and isinstance(m.content, str)]
+        return "\n\n".join(said[1:])
 
     def _inputs(self, messages: Sequence[LLMMessage]) -> list[Upstream]:
         """The completions behind the other agents' messages this agent received, in the order received."""
