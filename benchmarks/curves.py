@@ -2,7 +2,8 @@
 
 Runs the CLI itself (so the published numbers come from the user's command), one output folder per
 (world, seed) under --out (resumable: rerun to finish an interrupted sweep), then averages each
-method's summary row over the seeds (mean and min-max spread) into benchmarks/results/curves.json.
+method's summary row over the seeds (mean and min-max spread) into benchmarks/results/curves.json: every
+column of summary.csv, the gains over the single LLM (gain_log_tok, gain_log_lat, in points) included.
 Run: .venv/bin/python benchmarks/curves.py --methods all --seeds 0,1,2
      .venv/bin/python benchmarks/curves.py --methods ablations --worlds sim,mmlu-pro-dev --name ablations
 """
@@ -41,7 +42,8 @@ def run(world: str, spec: str, seed: int, methods: str, points: int, out: Path) 
     with (folder / "summary.csv").open(encoding="utf-8") as handle:
         summary = {row.pop("method"): {k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)}
     seconds = time.perf_counter() - started
-    print(world, seed, f"{seconds:.0f} s", {m: round(r["AUC_tok"], 3) for m, r in summary.items()}, flush=True)
+    brief = {m: (round(r["AUC_tok"], 3), round(r["gain_log_tok"], 1)) for m, r in summary.items()}
+    print(world, seed, f"{seconds:.0f} s", "(AUC_tok, gain_log_tok):", brief, flush=True)
     return {"world": world, "seed": seed, "seconds": round(seconds, 1), "summary": summary}
 
 

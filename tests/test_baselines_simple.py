@@ -103,9 +103,19 @@ def test_base_mas_is_the_complete_graph_with_the_strongest_backbone_everywhere(s
     assert len(mas.edges) == len(mas) * (len(mas) - 1) // 2
 
 
-def test_single_and_fixed_settings_are_the_kept_backbones(small_experiment) -> None:
-    assert SingleLLM().settings(small_experiment, 3) == small_experiment.kept
+def test_single_covers_every_backbone_of_the_catalog_and_fixed_topologies_the_kept_ones(small_experiment) -> None:
+    catalog = small_experiment.world.catalog.names
+    assert SingleLLM().settings(small_experiment, 3) == catalog  # catalog order, Pareto-kept or not
+    assert set(catalog) > set(small_experiment.kept), "the small experiment drops some backbones"
     assert FixedTopology("star").settings(small_experiment, 3) == small_experiment.kept
+
+
+def test_single_llm_runs_a_backbone_the_pareto_filter_dropped(small_experiment) -> None:
+    dropped = next(name for name in small_experiment.world.catalog.names if name not in small_experiment.kept)
+    (mas,) = SingleLLM().fit(small_experiment, dropped)(small_experiment.splits.test[:1])
+    assert [agent.backbone for agent in mas.agents] == [dropped]
+    with pytest.raises(AgentBalanceError, match="not a backbone kept by the Pareto filter"):
+        FixedTopology("chain").fit(small_experiment, dropped)
 
 
 def test_single_llm_is_the_decision_agent_alone_on_the_setting_backbone(small_experiment) -> None:
@@ -118,8 +128,8 @@ def test_single_llm_is_the_decision_agent_alone_on_the_setting_backbone(small_ex
         assert mas.agents[0].role == small_experiment.roles.decision.name
 
 
-def test_a_backbone_outside_the_kept_ones_is_not_a_setting(small_experiment) -> None:
-    with pytest.raises(AgentBalanceError, match="not a backbone kept"):
+def test_a_backbone_outside_the_catalog_is_not_a_setting(small_experiment) -> None:
+    with pytest.raises(AgentBalanceError, match=r"single: setting 'no-such-model' is not a backbone of the world's"):
         SingleLLM().fit(small_experiment, "no-such-model")
 
 

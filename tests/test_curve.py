@@ -12,12 +12,13 @@ import pytest
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.curve import CurveRow, read_curve, summarise_curve, write_curve
 from agentbalance.evaluation.methods import parse_methods
-from agentbalance.evaluation.metrics import SUMMARY_COLUMNS
+from agentbalance.evaluation.metrics import GAIN_COLUMNS, SUMMARY_COLUMNS
 from tests.test_cli_build import agentbalance, one_error_line
 
 pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
 
 SMALL = ["--train", "24", "--val", "12", "--test", "16", "--epochs", "2"]
+CATALOG_SIZE = 14  # backbones of the simulator's default catalog, 6 of them kept by the Pareto filter
 
 
 def rows_of(path: Path) -> list[dict[str, str]]:
@@ -41,6 +42,7 @@ def test_a_sweep_writes_points_summary_and_plots(sweep: Path) -> None:
     assert list(points[0]) == ["method", "setting", "perf", "tok", "lat", "n"]
     methods = [row["method"] for row in points]
     assert methods.count("base") == 1 and methods.count("agentbalance") == 3 and methods.count("star") >= 3
+    assert methods.count("single") == CATALOG_SIZE  # every backbone alone, not only the Pareto-kept ones
     for row in points:
         assert 0 <= float(row["perf"]) <= 1 and float(row["tok"]) > 0 and float(row["lat"]) > 0
         assert int(row["n"]) == 16
@@ -48,14 +50,16 @@ def test_a_sweep_writes_points_summary_and_plots(sweep: Path) -> None:
     assert [row["method"] for row in summary] == ["agentbalance", "single", "star", "random"]
     assert list(summary[0]) == ["method", *SUMMARY_COLUMNS]
     assert all(math.isfinite(float(row[c])) for row in summary for c in SUMMARY_COLUMNS)
+    assert list(summary[0])[-2:] == list(GAIN_COLUMNS)
+    single = next(row for row in summary if row["method"] == "single")
+    assert float(single["gain_log_tok"]) == 0 and float(single["gain_log_lat"]) == 0  # the reference itself
     for name in ("curve-tok.png", "curve-lat.png"):
         assert (sweep / name).stat().st_size > 10_000
 
 
 def test_a_rerun_resumes_and_finishes_with_the_same_points(sweep: Path, tmp_path: Path) -> None:
     before = rows_of(sweep / "curve.csv")
-    kept = [CurveRow(r["method"], r["setting"], float(r["perf"]), float(r["tok"]), float(r["lat"]), int(r["n"]))
-            for r in before[:-4]]  # fmt: skip
+    kept = [row_of(r) for r in before[:-4]]
     write_curve(sweep / "curve.csv", kept)  # as if the sweep had been killed four points before the end
     done = agentbalance(
         "curve", "--methods", "agentbalance,single,star,random", "--points", "3", *SMALL,
@@ -64,6 +68,31 @@ def test_a_rerun_resumes_and_finishes_with_the_same_points(sweep: Path, tmp_path
     assert done.returncode == 0, done.stderr
     assert f"{len(before) - 1 - 4} points resumed" in done.stdout.replace("\n", " ")
     assert rows_of(sweep / "curve.csv") == before
+
+
+def test_the_single_llm_reference_is_measured_even_when_not_requested(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = agentbalance("curve", "--methods", "star", "--points", "3", *SMALL, "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    points = rows_of(out / "curve.csv")
+    assert [row["method"] for row in points].count("single") == CATALOG_SIZE
+    (star,) = rows_of(out / "summary.csv")  # a summary row for the requested method only
+    assert star["method"] == "star" and list(star)[-2:] == list(GAIN_COLUMNS)
+    assert all(math.isfinite(float(star[column])) for column in GAIN_COLUMNS)
+    assert "gain_log_tok" in done.stdout
+
+    # a curve.csv written before the reference existed: the rerun measures the single rows it lacks
+    write_curve(out / "curve.csv", [row_of(r) for r in points if r["method"] != "single"])
+    rerun = agentbalance("curve", "--methods", "star", "--points", "3", *SMALL, "--out", str(out), cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    stars = len(points) - 1 - CATALOG_SIZE
+    assert f"{stars} points resumed" in rerun.stdout.replace("\n", " ")
+    assert rows_of(out / "curve.csv") == points  # the same values, in the same order (the reference last)
+    assert rows_of(out / "summary.csv") == [star]
+
+
+def row_of(r: dict[str, str]) -> CurveRow:
+    return CurveRow(r["method"], r["setting"], float(r["perf"]), float(r["tok"]), float(r["lat"]), int(r["n"]))
 
 
 def test_a_folder_of_another_sweep_is_refused(sweep: Path, tmp_path: Path) -> None:
@@ -97,6 +126,9 @@ def test_the_summary_scores_each_method_against_the_base_mas() -> None:
     assert row["P@T2"] == pytest.approx(0.6 + (2 - 1) / 3 * 0.2)  # between the two points
     assert row["P@T4"] == pytest.approx(0.8)
     assert row["P@L3"] == pytest.approx(0.8)
+    assert row["gain_log_tok"] == 0 and row["gain_log_lat"] == 0
     with pytest.raises(AgentBalanceError, match="no base MAS"):
         summarise_curve(rows[1:], ["single"])
+    with pytest.raises(AgentBalanceError, match="no 'single' rows"):
+        summarise_curve([*rows[:1], CurveRow("star", "cheap", 0.7, 2.0, 20.0, 10)], ["star"])
     json.dumps(row)  # plain numbers, ready for --json

@@ -11,11 +11,15 @@ from hypothesis import strategies as st
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.metrics import (
+    GAIN_COLUMNS,
     SUMMARY_COLUMNS,
     Point,
     auc,
     budget_points,
     frontier,
+    gain_budgets,
+    gain_over_single,
+    in_points,
     performance_at_budgets,
     summary_row,
 )
@@ -85,8 +89,9 @@ def test_budget_points_are_eighth_quarter_half_and_all_of_b_max() -> None:
 def test_summary_row_has_the_summary_columns_for_both_axes() -> None:
     method = [Point(perf=0.6, tok=2, lat=10), Point(perf=0.4, tok=1, lat=30)]
     base = Point(perf=0.9, tok=4, lat=40)
-    row = summary_row(method, base)
+    row = summary_row(method, base, single_points=method)
     assert tuple(row) == SUMMARY_COLUMNS
+    assert SUMMARY_COLUMNS[-2:] == GAIN_COLUMNS == ("gain_log_tok", "gain_log_lat")
     assert [row[f"P@T{k}"] for k in range(1, 5)] == pytest.approx([0.2, 0.4, 0.6, 0.6])
     assert row["AUC_tok"] == pytest.approx((0.2 + 0.5 + 1.5) / 4)  # (0,0)-(1,.4)-(2,.6)-(4,.9)
     # on latency (30, 0.4) is dominated by (10, 0.6): L = 5, 10, 20, 40
@@ -95,9 +100,65 @@ def test_summary_row_has_the_summary_columns_for_both_axes() -> None:
 
 
 def test_summary_row_of_a_method_without_points_has_no_nan() -> None:
-    row = summary_row([], Point(perf=0.8, tok=1, lat=1))
+    row = summary_row([], Point(perf=0.8, tok=1, lat=1), single_points=[])
     assert all(math.isfinite(value) for value in row.values())
     assert row["P@T1"] == 0 and row["AUC_lat"] == pytest.approx(0.4)
+    assert row["gain_log_tok"] == 0  # no points against no reference: both frontiers are 0 everywhere
+
+
+def test_gain_budgets_are_log_spaced_from_the_cheapest_single_llm_to_the_base_mas() -> None:
+    assert gain_budgets([4, 1, 64], 128) == pytest.approx((1, 2, 4, 8, 16, 32, 64, 128))
+    assert len(gain_budgets([0.001, 0.5], 10)) == 8
+
+
+def test_gain_over_single_matches_a_hand_computed_example() -> None:
+    single = [(1, 0.4), (4, 0.7), (64, 0.6)]  # frontier (0,0)-(1,.4)-(4,.7): P = .4, .5, .7, .7, ... at 1, 2, 4, ...
+    method = [(2, 0.7)]  # frontier (0,0)-(2,.7): P = .35, .7, .7, ...
+    # budgets 1, 2, 4, ..., 128: differences -.05, +.2, then 0 six times; mean .15 / 8, in points
+    assert gain_over_single(method, single, 128) == pytest.approx(100 * 0.15 / 8)
+
+
+def test_summary_row_gains_are_in_points_on_each_axis() -> None:
+    single = [Point(perf=0.4, tok=1, lat=2), Point(perf=0.7, tok=4, lat=8)]
+    method = [Point(perf=0.7, tok=2, lat=256)]
+    row = summary_row(method, Point(perf=0.9, tok=128, lat=256), single)
+    assert row["gain_log_tok"] == pytest.approx(100 * 0.15 / 8)  # the hand-computed example above, on Tok
+    # Lat: budgets 2, 4, ..., 256 (the fastest single LLM's 2 to the base MAS's 256); the reference
+    # (0,0)-(2,.4)-(8,.7) gives .4, .5, then .7 six times; the method (0,0)-(256,.7) gives .7 * B / 256
+    method_sum = 0.7 * sum(2**k for k in range(1, 9)) / 256
+    assert row["gain_log_lat"] == pytest.approx(100 * (method_sum - (0.4 + 0.5 + 6 * 0.7)) / 8)
+    assert in_points("gain_log_tok", row["gain_log_tok"]) == row["gain_log_tok"]
+    assert in_points("P@T1", row["P@T1"]) == pytest.approx(100 * row["P@T1"])
+
+
+def test_a_degenerate_range_collapses_onto_the_base_mas_budget() -> None:
+    # the cheapest single LLM costs the base MAS's budget or more: every budget is the base MAS's
+    assert gain_budgets([4, 9], 4) == (4,) * 8
+    assert gain_budgets([5, 9], 4) == (4,) * 8
+    # single (5, .8) -> P_single(4) = .64; method (2, .5) -> P(4) = .5
+    assert gain_over_single([(2, 0.5)], [(5, 0.8)], 4) == pytest.approx(100 * (0.5 - 0.64))
+    # no single point at all, or only free ones: no log range either
+    assert gain_budgets([], 4) == (4,) * 8
+    assert gain_budgets([0, 0], 4) == (4,) * 8
+
+
+def test_a_free_single_llm_is_left_off_the_log_range_but_lifts_the_reference() -> None:
+    single = [(0, 0.3), (2, 0.35), (8, 0.7)]
+    assert gain_budgets([b for b, _ in single], 256) == pytest.approx((2, 4, 8, 16, 32, 64, 128, 256))
+    # the free backbone's .3 at budget 0 lifts the reference to (0,.3)-(8,.7): .4, .5 at 2, 4 (not .35, .466)
+    # method (0,0)-(8,.7): .175, .35 at 2, 4; from 8 on both are .7
+    assert gain_over_single([(8, 0.7)], single, 256) == pytest.approx(100 * (-0.225 - 0.15) / 8)
+    # only a free backbone: the range collapses onto the base MAS's budget, where the reference is .3
+    assert gain_over_single([], [(0, 0.3)], 1) == pytest.approx(-30)
+
+
+@pytest.mark.parametrize(
+    ("pairs", "single", "base_budget"),
+    [([(1, 0.5)], [(1, 0.5)], 0), ([(1, 0.5)], [(-1, 0.5)], 4), ([(1, 0.5)], [(1, math.nan)], 4), ([], [], math.inf)],
+)
+def test_bad_gain_inputs_are_rejected_rather_than_nan(pairs: list, single: list, base_budget: float) -> None:
+    with pytest.raises(AgentBalanceError):
+        gain_over_single(pairs, single, base_budget)
 
 
 @pytest.mark.parametrize(
@@ -137,3 +198,12 @@ def test_frontier_is_concave_non_decreasing_and_above_every_point(
         assert curve.at(probe) >= max(reached, default=0.0) - 1e-9
     area = auc(pairs, (base_budget, base_perf))
     assert -1e-12 <= area <= max([base_perf, *(p for _, p in pairs)]) + 1e-9
+
+
+@given(scatters, st.integers(1, 40).map(lambda k: k / 4))
+@settings(max_examples=100, deadline=None)
+def test_the_single_llm_gains_nothing_over_itself(single: list, base_budget: float) -> None:
+    assert gain_over_single(single, single, base_budget) == 0
+    points = [Point(perf=p, tok=b, lat=b + 1) for b, p in single]
+    row = summary_row(points, Point(perf=0.9, tok=base_budget, lat=base_budget + 1), points)
+    assert row["gain_log_tok"] == 0 and row["gain_log_lat"] == 0

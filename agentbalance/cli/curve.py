@@ -27,7 +27,7 @@ def curve(
     world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code|mixed.")] = None,
-    points: Annotated[int, typer.Option(min=1, help="Settings swept per method (single: every kept backbone).")] = 8,
+    points: Annotated[int, typer.Option(min=1, help="Settings per method (single, fixed graphs: one a backbone).")] = 8,
     train: Annotated[int, typer.Option(min=1, help="Training questions (first N of the fixed split).")] = 600,
     val: Annotated[int, typer.Option(min=2, help="Validation questions.")] = 200,
     test: Annotated[int, typer.Option(min=2, help="Test questions (every point is measured on them).")] = 400,
@@ -39,13 +39,14 @@ def curve(
     out: Annotated[Path | None, typer.Option(help="Output folder (default runs/curve-<timestamp>).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Performance-budget curves: sweep each method's cost knob, measure on test, P@T / P@L / AUC, plots.
+    """Performance-budget curves: sweep each method's cost knob, measure on test, P@T / P@L / AUC / gains, plots.
 
     Rerun the same command after an interruption: finished points are skipped."""
     from datetime import datetime
 
     from agentbalance.evaluation.curve import run_curve
     from agentbalance.evaluation.methods import parse_methods
+    from agentbalance.evaluation.metrics import in_points
     from agentbalance.experiment import ExperimentSpec
     from agentbalance.train.config import TrainConfig
 
@@ -77,13 +78,13 @@ def curve(
     if as_json:
         sys.stdout.write(json.dumps({"summary": result.summary, "out": str(folder)}) + "\n")
         return
-    table = Table(title=f"{world_spec}: performance at budget and AUC (test split)")
+    table = Table(title=f"{world_spec}: P@ budget, AUC and gain over the single LLM, in points (test split)")
     table.add_column("method")
     for column in result.summary[0] if result.summary else []:
         if column != "method":
             table.add_column(column, justify="right")
     for row in result.summary:
-        table.add_row(str(row["method"]), *(f"{100 * float(v):.1f}" for k, v in row.items() if k != "method"))
+        table.add_row(str(row["method"]), *(f"{in_points(k, float(v)):.1f}" for k, v in row.items() if k != "method"))
     console.print(table)
     console.print(
         f"wrote {folder} (curve.csv, summary.csv, curve-tok.png, curve-lat.png) in {result.seconds:.0f} s"

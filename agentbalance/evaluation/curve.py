@@ -1,5 +1,8 @@
 """`agentbalance curve`: sweep every method's knob on one experiment, measure on test, summarise, plot.
 
+The base MAS (the metrics' B_max) and the single-LLM points (every backbone alone: the gains' reference)
+are measured in every sweep, requested or not; summary rows and plot lines are for the requested methods.
+
 Resumable: each finished point is written to curve.csv (whole file rewritten to a temporary name, then
 renamed), so a killed sweep rerun with the same command skips the finished points. A manifest
 (curve.json) ties an output folder to one configuration; a rerun with another one is refused.
@@ -27,6 +30,7 @@ from agentbalance.train.config import TrainConfig
 
 CURVE_COLUMNS = ("method", "setting", "perf", "tok", "lat", "n")
 BASE_METHOD = "base"  # the row of the base MAS: the metrics' B_max and p_base
+REFERENCE_METHOD = "single"  # its rows, recorded even when not requested, are the gains' reference frontier
 
 
 @dataclass(frozen=True)
@@ -107,14 +111,15 @@ def _sweep(
         on_stage("measuring the base MAS")
         evaluation = measure(experiment, [base] * len(test), test)
         record(CurveRow(BASE_METHOD, "complete", evaluation.perf, evaluation.tok, evaluation.lat, evaluation.n))
-    for name in methods:
+    for name in dict.fromkeys([*methods, REFERENCE_METHOD]):  # the reference last, unless requested
         method = load_method(name, train)
+        label = name if name in methods else f"{name} (the gains' reference)"
         for setting in method.settings(experiment, points):
             if (name, setting) in done:
                 skipped += 1
                 on_point(next(r for r in rows if (r.method, r.setting) == (name, setting)), True)
                 continue
-            on_stage(f"{name}: {setting}")
+            on_stage(f"{label}: {setting}")
             masses = method.fit(experiment, setting)(test)
             evaluation = measure(experiment, masses, test)
             record(CurveRow(name, setting, evaluation.perf, evaluation.tok, evaluation.lat, evaluation.n))
@@ -129,14 +134,18 @@ def _sweep(
 
 
 def summarise_curve(rows: Sequence[CurveRow], methods: Sequence[str]) -> list[dict[str, object]]:
-    """One summary row per method: P@T1..4, AUC_tok, P@L1..4, AUC_lat against the base MAS."""
+    """One summary row per method: P@T1..4, AUC_tok, P@L1..4, AUC_lat against the base MAS, and
+    gain_log_tok, gain_log_lat against the single-LLM rows (metrics.py)."""
     base = next((r for r in rows if r.method == BASE_METHOD), None)
     if base is None:
         raise AgentBalanceError("the sweep has no base MAS row; the metrics need it")
+    single_points = [r.point for r in rows if r.method == REFERENCE_METHOD]
+    if not single_points:
+        raise AgentBalanceError(f"the sweep has no {REFERENCE_METHOD!r} rows; the gain metrics need them as reference")
     summary = []
     for name in methods:
         method_points = [r.point for r in rows if r.method == name]
-        summary.append({"method": name, **summary_row(method_points, base.point)})
+        summary.append({"method": name, **summary_row(method_points, base.point, single_points)})
     return summary
 
 

@@ -1,4 +1,5 @@
-"""Performance-at-budget P@T / P@L and the AUC of performance-budget frontiers (paper Appendix D).
+"""Performance-at-budget P@T / P@L, the AUC of performance-budget frontiers (paper Appendix D) and the gain
+over the single-LLM frontier on a log budget scale.
 
 Pure functions of measured numbers: they never run a MAS, never look at test data beyond the points
 they are given, and never return NaN.
@@ -22,6 +23,17 @@ The rule, fixed before any test number is seen and shared by every method of a r
    (B_max, max(P(B_max), p_base)), linear from the last vertex below B_max. Its area over
    [0, B_max] is divided by B_max, so AUC is a perf: 0 <= AUC <= the best perf of the method and base.
    (A method without points scores p_base / 2: the anchor joined to the appended base point.)
+5. **Gain over the single LLM, on a log scale** (`gain_log_tok`, `gain_log_lat`). The budget points of
+   rule 3 all sit on the plateau when prices span orders of magnitude, so this one looks where choosing
+   matters. The reference is the single-LLM frontier: rule 1 over the points of every backbone of the
+   catalog alone. Eight budgets are log-spaced (geometric, both ends included) from B_lo, the cheapest
+   single-LLM point's budget (Tok; for Lat the fastest one's), to B_max, the base MAS's; at each,
+   P(B) of the method's frontier minus P(B) of the reference frontier; the gain is the mean of the
+   eight differences, in points (x 100). The `single` method's own gain is therefore 0.
+   Degenerate ranges: B_lo is the smallest *positive* single-LLM budget (a free backbone at budget 0
+   has no place on a log scale; it still lifts the reference frontier at 0). When there is none, or
+   B_lo >= B_max, the range collapses onto B_max: all eight budgets are B_max, and the gain is the
+   difference at the base MAS's budget.
 """
 
 from __future__ import annotations
@@ -35,6 +47,8 @@ import numpy as np
 from agentbalance.errors import AgentBalanceError
 
 BUDGET_FRACTIONS = (1 / 8, 1 / 4, 1 / 2, 1.0)
+GAIN_BUDGETS = 8  # rule 5: how many log-spaced budgets the gain averages over
+GAIN_COLUMNS = ("gain_log_tok", "gain_log_lat")  # in points (x 100); every other summary column is a perf
 SUMMARY_COLUMNS = (
     "P@T1",
     "P@T2",
@@ -46,6 +60,7 @@ SUMMARY_COLUMNS = (
     "P@L3",
     "P@L4",
     "AUC_lat",
+    *GAIN_COLUMNS,
 )
 
 
@@ -119,16 +134,48 @@ def auc(pairs: Iterable[tuple[float, float]], base: tuple[float, float]) -> floa
     return frontier(pairs).area_with_base(*base)
 
 
-def summary_row(method_points: Sequence[Point], base_point: Point) -> dict[str, float]:
-    """One summary.csv row (without the method name): P@T1..4, AUC_tok, P@L1..4, AUC_lat."""
+def gain_budgets(single_budgets: Iterable[float], base_budget: float) -> tuple[float, ...]:
+    """The eight budgets of rule 5: log-spaced from the smallest positive single-LLM budget to the base
+    MAS's budget; all equal to the base MAS's budget when that range is empty (no positive single-LLM
+    budget, or none below the base MAS's)."""
+    base_budget = _budget(base_budget, "the base MAS's budget")
+    if base_budget <= 0:
+        raise AgentBalanceError(f"the base MAS's budget must be positive for the log-spaced gain, got {base_budget}")
+    positive = [b for b in (_budget(b, "a single-LLM point's budget") for b in single_budgets) if b > 0]
+    low = min([*positive, base_budget])
+    return tuple(float(budget) for budget in np.geomspace(low, base_budget, GAIN_BUDGETS))
+
+
+def gain_over_single(
+    pairs: Iterable[tuple[float, float]], single_pairs: Iterable[tuple[float, float]], base_budget: float
+) -> float:
+    """Rule 5: the mean over `gain_budgets` of P(B) of a method's frontier minus P(B) of the single-LLM
+    frontier (`single_pairs`: every backbone alone), in points (x 100)."""
+    single_pairs = list(single_pairs)
+    method, single = frontier(pairs), frontier(single_pairs)
+    budgets = gain_budgets((budget for budget, _ in single_pairs), base_budget)
+    return 100 * float(np.mean([method.at(budget) - single.at(budget) for budget in budgets]))
+
+
+def summary_row(method_points: Sequence[Point], base_point: Point, single_points: Sequence[Point]) -> dict[str, float]:
+    """One summary.csv row (without the method name): P@T1..4, AUC_tok, P@L1..4, AUC_lat (perfs in [0, 1]),
+    then gain_log_tok, gain_log_lat (points) against the single-LLM points `single_points`."""
     row: dict[str, float] = {}
     for axis, label in (("tok", "T"), ("lat", "L")):
-        curve = frontier((getattr(point, axis), point.perf) for point in method_points)
+        pairs = [(getattr(point, axis), point.perf) for point in method_points]
+        curve = frontier(pairs)
         base_budget = getattr(base_point, axis)
         for k, budget in enumerate(budget_points(base_budget), start=1):
             row[f"P@{label}{k}"] = curve.at(budget)
         row[f"AUC_{axis}"] = curve.area_with_base(base_budget, base_point.perf)
+        single_pairs = [(getattr(point, axis), point.perf) for point in single_points]
+        row[f"gain_log_{axis}"] = gain_over_single(pairs, single_pairs, base_budget)
     return {column: row[column] for column in SUMMARY_COLUMNS}
+
+
+def in_points(column: str, value: float) -> float:
+    """A summary value as the results tables print it: perfs (P@, AUC) x 100, gains as they are (points)."""
+    return value if column in GAIN_COLUMNS else 100 * value
 
 
 def _finite(value: float, what: str) -> float:

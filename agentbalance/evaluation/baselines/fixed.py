@@ -36,26 +36,29 @@ def same_mas_for_every_query(mas: MAS) -> Constructor:
 
 
 class OneBackboneMethod(ABC):
-    """A query-independent MAS on one backbone; the sweep runs over every backbone kept by the Pareto
-    filter, and the method's frontier is the envelope of those points (as in the paper)."""
+    """A query-independent MAS on one backbone; the sweep runs over the method's `backbones` (by default
+    every backbone kept by the Pareto filter), and its frontier is the envelope of those points."""
 
     name: str
+    swept = "a backbone kept by the Pareto filter"  # what a setting is, for the error of an unknown one
 
     @abstractmethod
     def build(self, roles: RoleSet, backbone: str) -> MAS:
         """The method's MAS over the role library with `backbone` on every agent."""
 
+    def backbones(self, experiment: Experiment) -> list[str]:
+        """The backbones swept, one setting each: the Pareto-kept ones, cheapest pool first."""
+        return experiment.kept
+
     def settings(self, experiment: Experiment, points: int) -> list[str]:
         if points < 1:
             raise AgentBalanceError(f"--points must be at least 1, got {points}")
-        return experiment.kept
+        return self.backbones(experiment)
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
-        if setting not in experiment.kept:
-            raise AgentBalanceError(
-                f"{self.name}: setting {setting!r} is not a backbone kept by the Pareto filter; "
-                f"known: {', '.join(experiment.kept)}"
-            )
+        known = self.backbones(experiment)
+        if setting not in known:
+            raise AgentBalanceError(f"{self.name}: setting {setting!r} is not {self.swept}; known: {', '.join(known)}")
         return same_mas_for_every_query(self.build(experiment.roles, setting))
 
 

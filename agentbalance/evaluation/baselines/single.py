@@ -1,12 +1,13 @@
-"""The single-LLM baseline: the decision agent alone, once per backbone kept by the Pareto filter.
+"""The single-LLM baseline: the decision agent alone, once per backbone of the world's catalog.
 
-No training and no query is read; the envelope of its points over the kept backbones is the method's
-frontier, as in the paper.
+No training and no query is read; the envelope of its points over every backbone (not only the Pareto-kept
+ones) is the single-LLM frontier, as in the paper, and the reference of the gain metrics (metrics.py rule 5).
 """
 
 from __future__ import annotations
 
 from agentbalance.evaluation.baselines.fixed import OneBackboneMethod
+from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.roles import RoleSet
 from agentbalance.templates import agent_id
@@ -19,9 +20,14 @@ def single_mas(roles: RoleSet, backbone: str) -> MAS:
 
 
 class SingleLLM(OneBackboneMethod):
-    """Settings are the kept backbones; `fit` returns the decision agent alone on that backbone."""
+    """Settings are every backbone of the catalog; `fit` returns the decision agent alone on that backbone."""
 
     name = "single"
+    swept = "a backbone of the world's catalog"
+
+    def backbones(self, experiment: Experiment) -> list[str]:
+        """Every backbone the world answers with, Pareto-kept or not, in catalog order."""
+        return experiment.world.catalog.names
 
     def build(self, roles: RoleSet, backbone: str) -> MAS:
         return single_mas(roles, backbone)
