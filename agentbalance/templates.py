@@ -15,7 +15,7 @@ import numpy as np
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
-from agentbalance.roles import RoleSet
+from agentbalance.roles import RoleKind, RoleSet
 
 # LLM-Debate (Du et al., 2023) uses three debaters over two rounds; more debaters would make the debate
 # the costliest baseline by far (every second-round agent reads every first-round answer).
@@ -89,3 +89,49 @@ def topology_mas(kind: str, roles: RoleSet, backbone: str) -> MAS:
         agent_id((decision, 1)),
         source=f"{kind} topology on {backbone}",
     )
+
+
+# ----------------------------------------------------------------------------- agreement cascades and votes
+
+
+def answerer_roles(roles: RoleSet, count: int) -> list[int]:
+    """Indices of `count` answering roles: the library's solvers in library order (other non-decision roles
+    if there are too few), repeated in turn when `count` exceeds them."""
+    solvers = [i for i, role in enumerate(roles.roles) if role.kind is RoleKind.SOLVER]
+    pool = solvers or [i for i, role in enumerate(roles.roles) if role.kind is not RoleKind.DECISION]
+    if not pool:
+        raise AgentBalanceError(f"{roles.source}: a cascade or vote needs a role besides the decision role")
+    return [pool[k % len(pool)] for k in range(count)]
+
+
+def _answerer_nodes(roles: RoleSet, count: int) -> list[Node]:
+    """The answerers as nodes: a role's first use is round 1, its repeats rounds 2, 3, ... (distinct ids)."""
+    seen: dict[int, int] = {}
+    nodes = []
+    for role in answerer_roles(roles, count):
+        seen[role] = seen.get(role, 0) + 1
+        nodes.append((role, seen[role]))
+    return nodes
+
+
+def cascade_mas(roles: RoleSet, answerers: tuple[str, str], escalation: str) -> MAS:
+    """An agreement cascade (FrugalGPT, MoT): two answerers on `answerers` (the same backbone twice means two
+    samples of it) and the decision role on `escalation`, called only when their answers differ."""
+    names, decision = roles.names, roles.names.index(roles.decision.name)
+    nodes = _answerer_nodes(roles, 2)
+    agents = [Agent(id=agent_id(n), role=names[n[0]], backbone=b) for n, b in zip(nodes, answerers, strict=True)]
+    agents.append(Agent(id=agent_id((decision, 1)), role=roles.decision.name, backbone=escalation, when="disagree"))
+    edges = [(agent.id, agents[-1].id) for agent in agents[:-1]]
+    return MAS(agents, edges, agents[-1].id, source=f"cascade {'+'.join(answerers)} -> {escalation}")
+
+
+def vote_mas(roles: RoleSet, backbone: str, samples: int) -> MAS:
+    """Self-consistency: `samples` answerers on one backbone and a free majority vote over them (the decision
+    role with `when="never"`: it makes no call)."""
+    if samples < 2:
+        raise AgentBalanceError(f"a vote needs at least two samples, got {samples}")
+    names, decision = roles.names, roles.names.index(roles.decision.name)
+    agents = [Agent(id=agent_id(n), role=names[n[0]], backbone=backbone) for n in _answerer_nodes(roles, samples)]
+    agents.append(Agent(id=agent_id((decision, 1)), role=roles.decision.name, backbone=backbone, when="never"))
+    edges = [(agent.id, agents[-1].id) for agent in agents[:-1]]
+    return MAS(agents, edges, agents[-1].id, source=f"{samples} samples of {backbone}, majority vote")

@@ -25,6 +25,8 @@ METHODS: dict[str, tuple[str, str, str | None]] = {
     "masrouter-style": ("agentbalance.evaluation.baselines.masrouter", "MasRouterStyle", None),
     "corl-style": ("agentbalance.evaluation.baselines.corl", "CoRLStyle", None),
     "rlfocal-style": ("agentbalance.evaluation.baselines.rlfocal", "RLFocalStyle", None),
+    "cascade-style": ("agentbalance.evaluation.baselines.cascade", "CascadeStyle", None),
+    "self-consistency": ("agentbalance.evaluation.baselines.self_consistency", "SelfConsistency", None),
 }
 # the ablation study (paper Table 3): agentbalance with one stage replaced; not part of `all`
 ABLATION_METHODS = {f"agentbalance-{name}": name for name in ABLATIONS}
