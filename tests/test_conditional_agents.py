@@ -209,3 +209,29 @@ def test_in_a_replay_world_an_escalated_agent_answers_with_its_own_recording(tmp
     disagreed = by_id["q07"]  # alpha right, gamma wrong: beta, asked afresh, gives its own (wrong) recording
     outcome = rollout_execution(world, roles, mas, disagreed).outcome()
     assert outcome.escalated and outcome.answer == recorded[("q07", "beta")] and outcome.correct is False
+
+
+# ---------------------------------------------------------------------------------------------- budgets
+
+
+def test_the_upper_bound_on_realised_costs_certifies_the_mean_cost_of_a_cascade() -> None:
+    """A cascade's per-query cost is two-valued (escalated or not): the one-sided 95% bound every budget check
+    uses, over 200 realised costs, still covers the true mean cost about 95% of the time."""
+    import numpy as np
+
+    from agentbalance.evaluation.measure import CONFIDENCE_Z, summarise
+    from agentbalance.runtime.execution import Outcome
+
+    rng = np.random.default_rng(0)
+    cheap, strong, rate, n = 0.0002, 0.005, 0.14, 200  # USD per query; escalation rate as on routerbench-arc
+    true_mean = 100 * (cheap + rate * strong)  # USD per 100 queries
+    mas = cascade()
+    covered = 0
+    repeats = 400
+    for _ in range(repeats):
+        escalated = rng.random(n) < rate
+        outcomes = [Outcome("4", True, cheap + strong * e, 1.0, 3, bool(e)) for e in escalated]
+        evaluation = summarise([mas] * n, outcomes, CONFIDENCE_Z)
+        assert evaluation.escalation_rate == pytest.approx(escalated.mean())
+        covered += evaluation.tok_upper >= true_mean
+    assert 0.92 <= covered / repeats <= 0.98  # nominal 0.95; 400 repeats measure it to about 1 point

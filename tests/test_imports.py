@@ -37,11 +37,14 @@ ALLOWED: dict[str, set[str]] = {
     "splits": CORE | {"worlds", "tasks"},
     "experiment": CORE | {"worlds", "tasks", "encoders", "pooling", "splits", "runtime", "policy"},
     "evaluation.measure": CORE | {"runtime", "experiment", "policy"},
-    "train": CORE | {"policy", "experiment", "runtime", "templates", "evaluation.measure", "splits", "pooling"}
+    "train": CORE
+    | {"policy", "experiment", "runtime", "templates", "evaluation.measure", "splits", "pooling"}
     | {"encoders", "worlds", "plots"},
-    "trained": CORE | {"train", "runtime", "worlds", "experiment", "evaluation.measure", "policy", "tasks"}
+    "trained": CORE
+    | {"train", "runtime", "worlds", "experiment", "evaluation.measure", "policy", "tasks"}
     | {"encoders"},
-    "evaluation": CORE | {"trained", "train", "runtime", "experiment", "evaluation.measure", "policy"}
+    "evaluation": CORE
+    | {"trained", "train", "runtime", "experiment", "evaluation.measure", "policy"}
     | {"templates", "pooling", "plots", "encoders", "worlds", "splits", "tasks"},
     "adapters": CORE | {"trained", "runtime", "worlds", "encoders"},
     "agentbalance": CORE | {"pooling", "runtime", "worlds", "trained"},
