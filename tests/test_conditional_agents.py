@@ -235,3 +235,40 @@ def test_the_upper_bound_on_realised_costs_certifies_the_mean_cost_of_a_cascade(
         assert evaluation.escalation_rate == pytest.approx(escalated.mean())
         covered += evaluation.tok_upper >= true_mean
     assert 0.92 <= covered / repeats <= 0.98  # nominal 0.95; 400 repeats measure it to about 1 point
+
+
+# ---------------------------------------------------------------------------------------------- a live world
+
+
+@pytest.mark.parametrize("think_says", ["4.0", "5"])
+def test_in_a_live_world_the_strong_backbone_is_asked_only_on_disagreement_and_afresh(
+    tmp_path, think_says: str
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.loopback_server import LoopbackServer
+    from tests.test_live_world import live, write_catalog
+
+    def responder(body: dict) -> str:  # type: ignore[type-arg]
+        said = {"tiny-model": "4", "think-model": think_says, "mid-model": "6"}[str(body["model"])]
+        return f"{body['model']} works it out. So the result is \\boxed{{{said}}}."
+
+    catalog = write_catalog(tmp_path)
+    agents = [
+        Agent(id="a0", role="Mathematician", backbone="tiny"),
+        Agent(id="a1", role="Algebra Specialist", backbone="think"),
+        Agent(id="d", role="Decision Maker", backbone="mid", when="disagree"),
+    ]
+    mas = MAS(agents, [("a0", "d"), ("a1", "d")], "d")
+    with LoopbackServer(responder=responder) as server:
+        world = live(catalog, server, tmp_path / "cache", api_key="sk-test")
+        runner = Runner(world, ROLES, grader=MATH.score, same_answer=MATH.same)
+        (trace,) = runner.run_sync([(mas, QUERY)])
+        asked = [request.model for request in server.requests]
+    if think_says == "4.0":  # 4 and 4.0 are one answer as MATH reads them: the mid model is never called
+        assert sorted(asked) == ["think-model", "tiny-model"] and trace.answer == "4" and trace.correct is True
+        assert trace.agents[2].skipped == AGREED and not trace.escalated
+        return
+    assert sorted(asked) == ["mid-model", "think-model", "tiny-model"] and trace.escalated
+    (escalation,) = [r for r in server.requests if r.model == "mid-model"]
+    prompt = escalation.body["messages"][-1]["content"]  # type: ignore[index]
+    assert "disagreed" in prompt and "4; 5" in prompt and "works it out" not in prompt  # afresh: no input texts
+    assert trace.answer == "6" and trace.correct is False  # its own answer, not a vote
