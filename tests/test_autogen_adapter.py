@@ -50,10 +50,13 @@ from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerCon
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
+from agentbalance.runtime.execution import AgentResult, Execution
 from agentbalance.runtime.runner import Runner
 from agentbalance.splits import synthetic_split
 from agentbalance.trained import TrainedController
+from agentbalance.worlds.base import Completion
 from agentbalance.worlds.simulated import SimulatedWorld
+from tests.conftest import REPO
 from tests.fakes import ScriptedWorld
 
 EMBED = 16
@@ -492,6 +495,97 @@ def test_exported_script_compiles_builds_the_same_graph_and_holds_no_key(
     openai_clients = namespace["openai_clients"]()  # constructed only (with model_info), never called
     assert set(openai_clients) == {a.backbone for a in mas.agents}
     assert namespace["BACKBONES"]["qwen3-8b"]["arguments"]["extra_body"] == {"enable_thinking": False}
+
+
+def test_exported_script_of_a_mas_without_conditional_agents_is_unchanged() -> None:
+    """Byte for byte the script written before conditional agents existed (regenerate the golden file only
+    for a deliberate change of the plain script: model ids, request arguments, or the template itself)."""
+    golden = (REPO / "tests" / "golden" / "autogen_script_plain.txt").read_text(encoding="utf-8")
+    assert autogen_script(chain_and_fork(), CATALOG, user_roles(), query="What is 6 times 7?") == golden
+
+
+class SayingClient(EchoClient):
+    """Says one fixed text (its name) whatever it is asked, and records what it received."""
+
+    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:  # type: ignore[override]
+        self.received.append(list(messages))
+        usage = RequestUsage(prompt_tokens=10, completion_tokens=7)
+        return CreateResult(finish_reason="stop", content=self.name, usage=usage, cached=False)
+
+
+def cascade(when: str = "disagree") -> MAS:
+    """Two answerers on different backbones -> a conditional decision agent on a third."""
+    agents = [
+        Agent(id="a", role="researcher", backbone="qwen3-8b"),
+        Agent(id="b", role="calculator", backbone="qwen3-30b-a3b"),
+        Agent(id="d", role="final_answerer", backbone="qwen3-235b-a22b", when=when),  # type: ignore[arg-type]
+    ]
+    return MAS(agents, [("a", "d"), ("b", "d")], "d")
+
+
+def run_exported(mas: MAS, clients: Mapping[str, ChatCompletionClient], tmp_path: Path) -> BaseChatMessage:
+    """Generate the script of `mas`, load it (its __main__ block does not run), run its flow over `clients`;
+    the decision agent's message."""
+    path = tmp_path / "generated_flow.py"
+    path.write_text(autogen_script(mas, CATALOG, user_roles()), encoding="utf-8")
+    namespace = runpy.run_path(str(path), run_name="generated_flow")
+    result = asyncio.run(namespace["build_flow"](clients).run(task="What is 6 times 7?"))
+    (final,) = [m for m in result.messages if isinstance(m, BaseChatMessage) and m.source == namespace["DECISION"]]
+    return final
+
+
+def test_exported_cascade_whose_inputs_agree_never_calls_the_decision_model(tmp_path: Path) -> None:
+    """Answers read from a \\boxed{} and from an `Answer:` line, compared after normalising: they agree."""
+    decision = SayingClient("Answer: 43")
+    clients = {"qwen3-8b": SayingClient("6 times 7 is \\boxed{42}"), "qwen3-30b-a3b": SayingClient("Answer: 42.")}
+    final = run_exported(cascade(), {**clients, "qwen3-235b-a22b": decision}, tmp_path)
+    assert decision.received == []
+    assert final.to_text() == "6 times 7 is \\boxed{42}"  # the agreed input's message, passed on
+    assert final.models_usage == RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+
+def test_exported_cascade_whose_inputs_disagree_asks_the_decision_agent_afresh(tmp_path: Path) -> None:
+    """One call: its system prompt, the task and agentbalance's own disagreement note, no input messages."""
+    decision = SayingClient("Answer: 42")
+    clients = {"qwen3-8b": SayingClient("\\boxed{42}"), "qwen3-30b-a3b": SayingClient("Answer: 41")}
+    final = run_exported(cascade(), {**clients, "qwen3-235b-a22b": decision}, tmp_path)
+    (messages,) = decision.received
+    system, task, note = messages
+    assert isinstance(system, SystemMessage) and system.content == user_roles()["final_answerer"].prompt
+    assert isinstance(task, UserMessage) and task.content == "What is 6 times 7?"
+    assert isinstance(note, UserMessage) and note.source == "user"
+
+    execution = Execution(cascade(), Query(id="q", question="What is 6 times 7?"), user_roles(), CATALOG)
+    for agent_id, text, answer in (("a", "\\boxed{42}", "42"), ("b", "Answer: 41", "41")):
+        execution.finish(agent_id, AgentResult(Completion(text, answer, 10, 7, 0.0, 1.0)))
+    assert execution.decide("d") is None  # agentbalance escalates too, and words the note the same
+    assert note.content == execution.call("d").note
+    assert final.to_text() == "Answer: 42" and final.models_usage == RequestUsage(prompt_tokens=10, completion_tokens=7)
+
+
+def test_exported_never_agent_says_its_inputs_majority_message_without_a_call(tmp_path: Path) -> None:
+    """Unweighted: two inputs saying 42 outvote an earlier one saying 41."""
+    agents = [
+        Agent(id="a", role="researcher", backbone="qwen3-8b"),
+        Agent(id="s", role="skeptic", backbone="qwen3-30b-a3b"),
+        Agent(id="c", role="calculator", backbone="qwen3-30b-a3b"),
+        Agent(id="d", role="final_answerer", backbone="qwen3-235b-a22b", when="never"),
+    ]
+    mas = MAS(agents, [("a", "d"), ("s", "d"), ("c", "d")], "d")
+    decision = SayingClient("Answer: 43")
+    clients = {"qwen3-8b": SayingClient("Answer: 41"), "qwen3-30b-a3b": SayingClient("so \\boxed{42}")}
+    final = run_exported(mas, {**clients, "qwen3-235b-a22b": decision}, tmp_path)
+    assert decision.received == []
+    assert final.to_text() == "so \\boxed{42}" and final.models_usage == RequestUsage(
+        prompt_tokens=0, completion_tokens=0
+    )
+
+
+def test_exported_conditional_agent_whose_call_fails_says_its_inputs_majority_message(tmp_path: Path) -> None:
+    """A tie of two: the earlier input's message."""
+    clients = {"qwen3-8b": SayingClient("Answer: 41"), "qwen3-30b-a3b": SayingClient("\\boxed{42}")}
+    final = run_exported(cascade(), {**clients, "qwen3-235b-a22b": FailingClient("down")}, tmp_path)
+    assert final.to_text() == "Answer: 41"
 
 
 # ---- without AutoGen

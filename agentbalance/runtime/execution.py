@@ -36,6 +36,9 @@ Grader = Callable[[Query, str | None], bool | None]  # the task's scorer: None w
 AGREED = "inputs agreed"  # why a "disagree" agent did not run
 VOTED = "vote of its inputs"  # why a "never" agent did not run
 MIN_VOTE_WEIGHT = 0.05  # a backbone no better than chance still counts a little, never negatively
+DISAGREEMENT_NOTE = (  # what an escalated agent is told; {answers}: its inputs' answers, "; "-separated
+    "Other agents disagreed on this question (their answers: {answers}). Solve it yourself and give your own answer."
+)
 
 
 @dataclass(frozen=True)
@@ -295,10 +298,7 @@ class Execution:
 
     def _disagreement_note(self, agent_id: str) -> str:
         answers = [u.completion.answer if u is not None else "none" for u in self._answered_inputs(agent_id)]
-        return (
-            f"Other agents disagreed on this question (their answers: {'; '.join(map(str, answers))}). "
-            "Solve it yourself and give your own answer."
-        )
+        return DISAGREEMENT_NOTE.format(answers="; ".join(map(str, answers)))
 
     def _role_and_backbone(self, agent_id: str) -> tuple[Role, Backbone]:
         """The agent's role and backbone objects, looked up once per agent."""

@@ -15,6 +15,7 @@ from agentbalance.adapters.autogen.world_client import WORLD_MODEL_INFO
 from agentbalance.catalog import Backbone, Catalog
 from agentbalance.mas import MAS
 from agentbalance.roles import RoleSet
+from agentbalance.runtime.execution import DISAGREEMENT_NOTE
 
 
 def autogen_script(mas: MAS, catalog: Catalog, roles: RoleSet, query: str | None = None) -> str:
@@ -23,6 +24,7 @@ def autogen_script(mas: MAS, catalog: Catalog, roles: RoleSet, query: str | None
     It needs AutoGen only (not agentbalance). Model ids and base URLs come from the catalog; API keys
     from the environment at run time (the backbone's `api_key_env`, else $AGENTBALANCE_API_KEY, else
     $OPENAI_API_KEY), never from this file. `build_flow(clients)` takes the caller's own clients.
+    Conditional agents (`when`) get a small wrapper in the script; a MAS without them gets no trace of it.
     """
     mas.check_against(catalog, roles)
     names = autogen_names(mas)
@@ -32,6 +34,7 @@ def autogen_script(mas: MAS, catalog: Catalog, roles: RoleSet, query: str | None
             "id": agent_id,
             "role": mas.agent(agent_id).role,
             "backbone": mas.agent(agent_id).backbone,
+            **({"when": mas.agent(agent_id).when} if mas.conditional else {}),
             "inputs": [names[p] for p in mas.predecessors(agent_id)],
             "description": roles[mas.agent(agent_id).role].description,
             "system_message": roles[mas.agent(agent_id).role].prompt,
@@ -49,20 +52,30 @@ def autogen_script(mas: MAS, catalog: Catalog, roles: RoleSet, query: str | None
         "Endpoint per backbone: its base_url below, else $AGENTBALANCE_BASE_URL, else OpenAI's. API key: the\n"
         "variable named in its api_key_env, else $AGENTBALANCE_API_KEY, else $OPENAI_API_KEY; never in this file.\n"
         "build_flow(clients) takes your own model clients (backbone name -> ChatCompletionClient) instead.\n"
-        '"""\n'
     )
-    data = "\n\n".join(
+    data = [
+        "# In topological order; an agent sees the task and the last message of each of its inputs, nothing else.",
+        f"AGENTS = {_literal(agents)}",
+        f"EDGES = {_literal([[names[s], names[t]] for s, t in mas.edges])}",
+        f"DECISION = {names[mas.decision]!r}",
+        f"BACKBONES = {_literal(backbones)}",
+        f"MODEL_INFO = {_literal(dict(WORLD_MODEL_INFO, family=str(ModelFamily.UNKNOWN)))}",
+        f"QUERY = {query!r}",
+    ]
+    conditional = mas.conditional  # without conditional agents: exactly the script of before `when` existed
+    if conditional:
+        listed = ", ".join(f"{a['name']} ({a['when']!r})" for a in agents if a["when"] != "always")
+        header += f"\nConditional agents: {listed}." + _CONDITIONAL_HEADER
+        data.append(f"DISAGREEMENT_NOTE = {DISAGREEMENT_NOTE!r}")  # agentbalance's own words
+    return "".join(
         [
-            "# In topological order; an agent sees the task and the last message of each of its inputs, nothing else.",
-            f"AGENTS = {_literal(agents)}",
-            f"EDGES = {_literal([[names[s], names[t]] for s, t in mas.edges])}",
-            f"DECISION = {names[mas.decision]!r}",
-            f"BACKBONES = {_literal(backbones)}",
-            f"MODEL_INFO = {_literal(dict(WORLD_MODEL_INFO, family=str(ModelFamily.UNKNOWN)))}",
-            f"QUERY = {query!r}",
+            header + '"""\n',
+            _SCRIPT_IMPORTS + (_CONDITIONAL_IMPORTS if conditional else ""),
+            "\n" + "\n\n".join(data) + "\n",
+            _CONDITIONAL_AGENT if conditional else "",
+            _SCRIPT_BODY_HEAD + (_CONDITIONAL_WRAP if conditional else "") + _SCRIPT_BODY_TAIL,
         ]
     )
-    return header + _SCRIPT_IMPORTS + "\n" + data + "\n" + _SCRIPT_BODY
 
 
 def _backbone_spec(backbone: Backbone) -> dict[str, Any]:
@@ -114,7 +127,7 @@ from autogen_agentchat.teams import DiGraphBuilder, GraphFlow
 from autogen_core.models import ChatCompletionClient
 """
 
-_SCRIPT_BODY = '''
+_SCRIPT_BODY_HEAD = '''
 
 def api_key(backbone: str) -> str:
     """The backbone's key from the environment: its own variable if it names one, else the common ones."""
@@ -153,7 +166,9 @@ def build_flow(clients: Mapping[str, ChatCompletionClient] | None = None) -> Gra
             system_message=agent["system_message"],
             description=agent["description"],
         )
-        visible = [PerSourceFilter(source="user", position="first", count=1)]
+'''
+
+_SCRIPT_BODY_TAIL = """        visible = [PerSourceFilter(source="user", position="first", count=1)]
         visible += [PerSourceFilter(source=source, position="last", count=1) for source in agent["inputs"]]
         builder.add_node(MessageFilterAgent(agent["name"], inner, MessageFilterConfig(per_source=visible)))
     for source, target in EDGES:
@@ -176,4 +191,117 @@ if __name__ == "__main__":
     if not question:
         raise SystemExit('usage: python THIS_FILE.py "your question"')
     asyncio.run(main(question))
+"""
+
+# ---- conditional agents (`when`): in the script only when the MAS has one
+
+_CONDITIONAL_HEADER = r"""
+They run as agentbalance runs them (its runtime/execution.py), as closely as a standalone script can:
+* "disagree": if all its inputs gave an answer and the answers agree, it makes no call and says its first input's
+  message (zero usage); else it is asked afresh: its system prompt, the task and a note listing its inputs'
+  answers (not their messages).
+* "never": it never calls its model and says the message of its inputs' majority answer (ties: the earlier
+  input); so does a conditional agent whose call fails.
+Approximations: a message's answer is its last \\boxed{...}, else its last "Answer: X" line, else none, and
+answers are compared as normalised text (case, spacing, surrounding quotes and a final full stop aside), not by
+the task's rule (no MATH equivalence); the vote is unweighted, while agentbalance weighs each input by its
+backbone's catalog reliability, which this script does not have.
+"""
+
+_CONDITIONAL_IMPORTS = """
+# for the conditional agents
+import logging
+import re
+from collections.abc import Sequence
+
+from autogen_agentchat.agents import BaseChatAgent
+from autogen_agentchat.base import Response
+from autogen_agentchat.messages import BaseChatMessage, TextMessage
+from autogen_core import CancellationToken
+from autogen_core.models import RequestUsage
+"""
+
+_CONDITIONAL_AGENT = r'''
+
+ANSWER_LINE = re.compile(r"^[\s*#>_-]*(?:final\s+)?answer\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+NO_USAGE = RequestUsage(prompt_tokens=0, completion_tokens=0)
+LOG = logging.getLogger(__name__)
+
+
+def read_answer(text: str) -> str | None:
+    """A message's answer: its last complete \\boxed{...}, else its last `Answer: X` line, else None."""
+    boxed = ""
+    for opening in re.finditer(r"\\boxed\s*\{", text):
+        depth = 1
+        for end in range(opening.end(), len(text)):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            if depth == 0:
+                boxed = text[opening.end() : end].strip()
+                break
+    if boxed:
+        return boxed
+    lines = [line.strip("*_ ") for line in ANSWER_LINE.findall(text)]
+    return lines[-1] if lines and lines[-1] else None
+
+
+def normalised(answer: str) -> str:
+    """How answers are compared: case, runs of spaces, surrounding quotes and a final full stop aside."""
+    return " ".join(answer.split()).strip("\"'`").rstrip(".").casefold()
+
+
+def majority(inputs: Sequence[BaseChatMessage | None], answers: Sequence[str | None]) -> BaseChatMessage | None:
+    """The message of the answer most inputs gave (ties: the earlier input), None if none gave one.
+
+    Unweighted: this script has no catalog reliabilities; agentbalance weighs each vote by its backbone's."""
+    keys = [normalised(answer) if answer else None for answer in answers]
+    given = [key for key in keys if key is not None]
+    if not given:
+        return None
+    winner = max(given, key=lambda key: (given.count(key), -keys.index(key)))
+    return inputs[keys.index(winner)]
+
+
+class ConditionalAgent(BaseChatAgent):
+    """An agent whose inputs decide whether it calls its model (agentbalance's `when`, see this file's header):
+    "disagree" calls it only when they disagree, asked afresh; "never" passes on their majority message."""
+
+    def __init__(self, inner: AssistantAgent, when: str, inputs: Sequence[str]) -> None:
+        super().__init__(inner.name, inner.description)
+        self.inner = inner
+        self.when = when
+        self.inputs = list(inputs)
+
+    @property
+    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
+        return self.inner.produced_message_types
+
+    async def on_reset(self, cancellation_token: CancellationToken) -> None:
+        await self.inner.on_reset(cancellation_token)
+
+    async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
+        """`messages`: the task and the last message of each input (the MessageFilterAgent around this one)."""
+        task = [message for message in messages if message.source == "user"][:1]
+        last = {message.source: message for message in messages}
+        inputs = [last.get(name) for name in self.inputs]
+        answers = [read_answer(message.to_text()) if message is not None else None for message in inputs]
+        if self.when == "never":
+            return self.say(majority(inputs, answers))
+        if None not in answers and len({normalised(answer) for answer in answers}) == 1:
+            return self.say(inputs[0])  # they agree: no call
+        listed = "; ".join(answer or "none" for answer in answers)
+        note = TextMessage(content=DISAGREEMENT_NOTE.format(answers=listed), source="user")
+        try:  # asked afresh: its system prompt, the task and the note, not its inputs' messages
+            return await self.inner.on_messages([*task, note], cancellation_token)
+        except Exception as error:  # as agentbalance: a failed call passes on its inputs' majority message
+            LOG.warning("%s: call failed (%s); it passes on its inputs' majority message", self.name, error)
+            return self.say(majority(inputs, answers))
+
+    def say(self, message: BaseChatMessage | None) -> Response:
+        """An input's message passed on as this agent's own, at zero usage (no model call)."""
+        text = message.to_text() if message is not None else f"[{self.name}: no input gave an answer]"
+        return Response(chat_message=TextMessage(content=text, source=self.name, models_usage=NO_USAGE))
 '''
+
+_CONDITIONAL_WRAP = """        if agent["when"] != "always":  # its inputs decide whether it calls its model
+            inner = ConditionalAgent(inner, agent["when"], agent["inputs"])
+"""
