@@ -29,7 +29,8 @@ from agentbalance.runtime.runner import Runner
 from agentbalance.worlds import open_world
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, estimate_prompt_tokens
 from agentbalance.worlds.cache import CachedResponse, ResponseCache, cache_key
-from agentbalance.worlds.live import LiveCompletion, LiveWorld, _retry_after_s
+from agentbalance.worlds.chat_responses import retry_after_s
+from agentbalance.worlds.live import LiveCompletion, LiveWorld
 from agentbalance.worlds.recording import SOLVER, record
 from agentbalance.worlds.replay import ReplayWorld
 from tests.loopback_server import Fault, LoopbackServer, unused_port
@@ -212,12 +213,12 @@ def test_backoff_without_retry_after_is_short_and_jittered(
     ],
 )
 def test_retry_after_is_read_in_seconds_or_milliseconds(headers: dict[str, str], seconds: float | None) -> None:
-    assert _retry_after_s(headers) == seconds
+    assert retry_after_s(headers) == seconds
 
 
 def test_retry_after_as_an_http_date_is_the_seconds_until_then() -> None:
     when = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    assert 25 <= (_retry_after_s({"retry-after": when}) or 0) <= 30
+    assert 25 <= (retry_after_s({"retry-after": when}) or 0) <= 30
 
 
 def test_after_max_retries_the_call_fails_with_its_elapsed_seconds(

@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import email.utils
 import inspect
 import json
 import logging
@@ -55,7 +54,6 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -68,6 +66,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query
 from agentbalance.worlds.base import CHARS_PER_TOKEN, AgentCall, AgentCallFailed, Completion, estimate_prompt_tokens
 from agentbalance.worlds.cache import CachedResponse, ResponseCache, cache_key
+from agentbalance.worlds.chat_responses import connection_refused, message_text, read_usage, retry_after_s
 
 log = logging.getLogger(__name__)
 
@@ -483,7 +482,7 @@ class LiveWorld:
             except (openai.APITimeoutError, TimeoutError):
                 failure = _Failure("retry", f"timed out after {timeout_s:.3g} s")
             except openai.APIConnectionError as error:
-                refused = _connection_refused(error)
+                refused = connection_refused(error)
                 failure = _Failure("retry", "connection refused" if refused else "connection lost", unreachable=refused)
             except openai.OpenAIError as error:
                 failure = _Failure("fail", f"client error ({type(error).__name__})")
@@ -513,7 +512,7 @@ class LiveWorld:
         if status == 402:
             return _Failure("user", f"live world: {where} refused the call: payment required (HTTP 402)")
         if status in RETRYABLE_STATUS or status >= 500:
-            return _Failure("retry", f"HTTP {status}", retry_after_s=_retry_after_s(headers))
+            return _Failure("retry", f"HTTP {status}", retry_after_s=retry_after_s(headers))
         return _Failure("fail", f"HTTP {status}" + (f": {detail}" if detail else ""))
 
     def _server_message(self, body: object) -> str:
@@ -535,13 +534,13 @@ class LiveWorld:
             return _Failure("fail", "the endpoint answered with malformed JSON")
         if not isinstance(data, dict):
             return _Failure("fail", "the endpoint answered with JSON that is not a chat completion")
-        usage = _usage(data.get("usage"))
+        usage = read_usage(data.get("usage"))
         billed = {"prompt_tokens": usage[0], "completion_tokens": usage[1]} if usage else {}
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return _Failure("fail", "the endpoint answered with no choices", **billed)
         message = choices[0].get("message")
-        text = _message_text(message.get("content") if isinstance(message, Mapping) else None)
+        text = message_text(message.get("content") if isinstance(message, Mapping) else None)
         if usage is None:
             self.stats.usage_estimated += 1
             if call.backbone.model_id not in self._estimated_models:
@@ -608,66 +607,3 @@ def _sdk_arguments() -> frozenset[str]:
 
     parameters = inspect.signature(AsyncCompletions.create).parameters
     return frozenset(parameters) - RESERVED_REQUEST_KEYS - {"self"}
-
-
-def _usage(usage: object) -> tuple[int, int, int] | None:
-    """(prompt, completion, reasoning) tokens from an OpenAI `usage` object; None when absent or unusable."""
-    if not isinstance(usage, Mapping):
-        return None
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if not _count(prompt) or not _count(completion):
-        return None
-    details = usage.get("completion_tokens_details")
-    reasoning = details.get("reasoning_tokens") if isinstance(details, Mapping) else None
-    return int(prompt), int(completion), int(reasoning) if _count(reasoning) else 0  # type: ignore[arg-type]
-
-
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _message_text(content: object) -> str:
-    """A message's text: a string, or the text parts of a list of content parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
-    return ""
-
-
-def _retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asks us to wait: `retry-after-ms`, `retry-after` in seconds or as an HTTP date."""
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            value = float(milliseconds) / 1000
-            return value if math.isfinite(value) and value >= 0 else None
-        except ValueError:
-            pass
-    header = headers.get("retry-after")
-    if not header:
-        return None
-    try:
-        value = float(header)
-        return value if math.isfinite(value) and value >= 0 else None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(header)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _connection_refused(error: BaseException) -> bool:
-    """Whether a connection error means nothing listens there (refused, unknown host), not a dropped link."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, ConnectionRefusedError) or type(cause).__name__ == "ConnectError":
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
