@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
-import re
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,6 +31,7 @@ from agentbalance.worlds.chat_responses import retry_after_s
 from agentbalance.worlds.live import LiveCompletion, LiveWorld
 from agentbalance.worlds.recording import SOLVER, record
 from agentbalance.worlds.replay import ReplayWorld
+from tests.fakes import ArithmeticTask
 from tests.loopback_server import Fault, LoopbackServer, unused_port
 
 KEY = "sk-loopback-SECRET-0123456789"
@@ -544,28 +543,6 @@ def test_missing_usage_is_estimated_and_the_completion_says_so(
 
 
 # ----------------------------------------------------------------------------- record
-
-
-@dataclass(frozen=True)
-class ArithmeticTask:
-    """A tiny task in the Task interface: boxed answers, exact-match scoring."""
-
-    queries: tuple[Query, ...]
-    name: str = "arithmetic"
-    domain: str = "math"
-
-    def items(self) -> Iterator[Query]:
-        return iter(self.queries)
-
-    def prompt(self, query: Query) -> str:
-        return query.render()
-
-    def parse(self, text: str, query: Query) -> str | None:
-        found = re.search(r"\\boxed\{([^}]*)\}", text)
-        return found.group(1) if found else None
-
-    def score(self, query: Query, answer: str | None) -> bool | None:
-        return None if query.answer is None else answer == query.answer
 
 
 def test_record_writes_a_replay_world_that_loads_with_measured_latency(

@@ -9,11 +9,13 @@ How a call is answered:
   `$AGENTBALANCE_BASE_URL` / `$AGENTBALANCE_API_KEY`. Keys come from nowhere else (never a catalog value,
   never a flag's text). Checked when the world is built: a backbone without an endpoint or a key is a user
   error then, not in the middle of a sweep.
-* Request: `model` = the backbone's model id, temperature 0 (overridable), `max_tokens` when set, then
-  the backbone's `request` mapping: keys the SDK knows (reasoning_effort, temperature, top_p, ...) as
+* Request: `model` = the backbone's model id, temperature 0 (overridable), `max_tokens` when set, `seed` =
+  the call's sample k when k > 0 (the k-th agent of a MAS on this backbone: a distinct call), then the
+  backbone's `request` mapping: keys the SDK knows (reasoning_effort, temperature, top_p, ...) as
   arguments, the others (enable_thinking, ...) in the JSON body via `extra_body`; a `null` value drops
   a default (e.g. `temperature: null` for models that reject it). Non-streaming.
-* Cache: keyed by SHA-256 of (base_url, model, messages, parameters), never a key or a header. A hit
+* Cache: keyed by SHA-256 of (base_url, model, messages, parameters, the sample when > 0), never a key or
+  a header: K samples are K calls, and a rerun K hits. A hit
   makes no HTTP call and returns the original call's usage, its cost at the catalog's prices (the same
   number under the same catalog) and its measured latency, with `cached=True`.
 * Retries (ours only; the SDK's are off so every attempt is counted): HTTP 408/409/429/5xx, timeouts
@@ -261,6 +263,8 @@ class LiveWorld:
             raise AgentBalanceError(f"live world: max_retries must be 0 or more, got {max_retries}")
         if max_tokens is not None and max_tokens < 1:
             raise AgentBalanceError(f"live world: max_tokens must be at least 1, got {max_tokens}")
+        if temperature is not None and not (math.isfinite(temperature) and temperature >= 0):
+            raise AgentBalanceError(f"live world: temperature must be a finite number >= 0, got {temperature}")
         for name, value in (("backoff_base_s", backoff_base_s), ("backoff_max_s", backoff_max_s)):
             if not (math.isfinite(value) and value >= 0):
                 raise AgentBalanceError(f"live world: {name} must be a finite number >= 0, got {value}")
@@ -339,8 +343,9 @@ class LiveWorld:
             endpoint = self._endpoints[backbone.name] = self._resolve_endpoint(backbone)
         return endpoint
 
-    def _request_parameters(self, backbone: Backbone) -> dict[str, Any]:
-        """Every parameter of this backbone's requests besides model and messages (the cache key uses them)."""
+    def _request_parameters(self, backbone: Backbone, sample: int = 0) -> dict[str, Any]:
+        """Every parameter of this backbone's requests besides model and messages (the cache key uses them);
+        sample k > 0 is sent as the seed, unless the backbone's `request` sets or drops (null) the seed."""
         reserved = sorted(RESERVED_REQUEST_KEYS & set(backbone.request))
         if reserved:
             raise AgentBalanceError(
@@ -350,6 +355,8 @@ class LiveWorld:
         params: dict[str, Any] = {"temperature": self.temperature}
         if self.max_tokens is not None:
             params["max_tokens"] = self.max_tokens
+        if sample:
+            params["seed"] = sample
         params.update(backbone.request)
         return {key: value for key, value in params.items() if value is not None}
 
@@ -360,12 +367,12 @@ class LiveWorld:
         self.stats.calls += 1
         backbone = call.backbone
         endpoint = self.endpoint(backbone)
-        params = self._request_parameters(backbone)
+        params = self._request_parameters(backbone, call.sample)
         messages = call.messages
         if self.cache is None:
             return self._completion(call, await self._fetch(call, endpoint, params), cached=False)
 
-        key = cache_key(endpoint.base_url, backbone.model_id, messages, params)
+        key = cache_key(endpoint.base_url, backbone.model_id, messages, params, call.sample)
         state = self._state()
         lock = state.key_locks.setdefault(key, asyncio.Lock())
         state.key_users[key] = state.key_users.get(key, 0) + 1
