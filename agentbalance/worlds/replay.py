@@ -64,6 +64,7 @@ NUMERIC_OPTIONS = 10  # K of the vote weight for free-form numeric answers
 MIN_LETTER_SHARE = 0.01  # a letter counts as an option of choice-less MCQ if >= 1% of train answers
 SOLUTION_PREFIX = "solution:"
 _ROLES_OF_KIND: dict[str, str] = {"mcq": "general", "numeric": "math", "code": "code"}
+Recording = tuple[int, int, int]  # where one recorded answer is: (question row, backbone column, sample)
 
 
 # ----------------------------------------------------------------------------- the combination rule
@@ -500,18 +501,18 @@ class ReplayWorld:
             raise AgentBalanceError(
                 f"{self.name}: no recorded outcome of backbone {call.backbone.name!r} on question {call.query.id!r}"
             )
-        own = (qi, mi, call.sample % int(self._samples[qi, mi]) if call.sample else 0)  # past K samples: wrap
+        recording = (qi, mi, call.sample % int(self._samples[qi, mi]) if call.sample else 0)  # past K: wrap
         if self.kind == "code":
-            answer, correct, text = self._select_solution(call, own)
+            answer, correct, text = self._select_solution(call, recording)
         else:
-            answer, correct = self._vote(call, own)
+            answer, correct = self._vote(call, recording)
             text = f"Answer: {answer}" if answer is not None else "Answer: (none)"
 
-        completion_tokens = int(self._tokens[own])
+        completion_tokens = int(self._tokens[recording])
         prompt_tokens = estimate_prompt_tokens(call)  # own prompt + the inputs' completions it reads
         upstream_tokens = sum(u.completion.completion_tokens for u in call.inputs)
         backbone = call.backbone
-        recorded_cost = float(self._cost[own])
+        recorded_cost = float(self._cost[recording])
         if math.isnan(recorded_cost):
             cost = backbone.call_cost_usd(prompt_tokens, completion_tokens)
         else:  # the recorded call read no upstream messages: add them at the input price
@@ -522,14 +523,14 @@ class ReplayWorld:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=cost,
-            latency_s=self._latency_s(backbone, own, completion_tokens),
+            latency_s=self._latency_s(backbone, recording, completion_tokens),
             reasoning_tokens=0,  # the recordings do not separate reasoning from answer tokens
             correct=correct,
         )
 
-    def _vote(self, call: AgentCall, own: tuple[int, int, int]) -> tuple[str | None, bool | None]:
-        qi, mi, _ = own
-        answer = self._answers[own] or None
+    def _vote(self, call: AgentCall, recording: Recording) -> tuple[str | None, bool | None]:
+        qi, mi, _ = recording
+        answer = self._answers[recording] or None
         if not call.inputs:
             return answer, self._grade(qi, answer)
         ballots = [Ballot(answer, call.backbone.name, float(self._reliability[mi]), own=True)]
@@ -540,13 +541,13 @@ class ReplayWorld:
         answer = self.rule.vote(ballots, call.role.kind, self._options(qi))
         return answer, self._grade(qi, answer)
 
-    def _select_solution(self, call: AgentCall, own: tuple[int, int, int]) -> tuple[str, bool, str]:
-        qi, mi, sample = own
+    def _select_solution(self, call: AgentCall, recording: Recording) -> tuple[str, bool, str]:
+        qi, mi, sample = recording
         name = call.backbone.name
         ballots = [Ballot(_solution(name, sample), name, float(self._reliability[mi]), own=True, sample=sample)]
         for upstream in call.inputs:
-            author, sample = self._author(upstream)
-            ballots.append(Ballot(_solution(author, sample), author, self.reliability(author), sample=sample))
+            author, passed = self._author(upstream)
+            ballots.append(Ballot(_solution(author, passed), author, self.reliability(author), sample=passed))
         chosen = self.rule.select(ballots, call.role.kind)
         author_index = self._backbone_index(chosen.backbone)
         if not self._present[qi, author_index]:
@@ -582,9 +583,9 @@ class ReplayWorld:
         gave = self._recorded[qi] & (self._answers[qi] == (answer or ""))  # any backbone's, any sample's
         return bool(self._correct[qi][gave].any()) if gave.any() else None
 
-    def _latency_s(self, backbone: Backbone, own: tuple[int, int, int], completion_tokens: int) -> float:
-        if self._latency is not None and not math.isnan(self._latency[own]):
-            return float(self._latency[own])
+    def _latency_s(self, backbone: Backbone, recording: Recording, completion_tokens: int) -> float:
+        if self._latency is not None and not math.isnan(self._latency[recording]):
+            return float(self._latency[recording])
         assumptions = self.catalog.assumptions
         ttft = backbone.ttft_s if backbone.ttft_s is not None else assumptions.ttft_s
         return ttft + completion_tokens / backbone.decode_speed(assumptions)
