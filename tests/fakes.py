@@ -1,12 +1,16 @@
-"""A scripted world for runner tests: fixed latency/cost per backbone, chosen failures, optional real sleeps."""
+"""Fakes for tests: a scripted world (fixed latency/cost per backbone, chosen failures, optional real sleeps) and a
+tiny arithmetic task."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from agentbalance.catalog import Catalog
+from agentbalance.query import Query
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion
 
 
@@ -54,3 +58,25 @@ class ScriptedWorld:
             latency_s=latency,
             correct=None,
         )
+
+
+@dataclass(frozen=True)
+class ArithmeticTask:
+    """A tiny task in the Task interface: boxed answers, exact-match scoring."""
+
+    queries: tuple[Query, ...]
+    name: str = "arithmetic"
+    domain: str = "math"
+
+    def items(self) -> Iterator[Query]:
+        return iter(self.queries)
+
+    def prompt(self, query: Query) -> str:
+        return query.render()
+
+    def parse(self, text: str, query: Query) -> str | None:
+        found = re.search(r"\\boxed\{([^}]*)\}", text)
+        return found.group(1) if found else None
+
+    def score(self, query: Query, answer: str | None) -> bool | None:
+        return None if query.answer is None else answer == query.answer

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 pytest.importorskip("autogen_agentchat", reason='AutoGen is an optional extra: pip install "agentbalance[autogen]"')
@@ -21,6 +24,7 @@ from agentbalance.runtime.trace import Trace
 from agentbalance.splits import synthetic_split
 from agentbalance.worlds import open_world
 from agentbalance.worlds.base import AgentCall, Completion, World
+from agentbalance.worlds.replay import ReplayWorld
 
 ROLES = RoleSet.load("general")
 
@@ -157,3 +161,27 @@ def test_a_cascade_skips_and_escalates_alike_on_every_path(queries: list[Query])
             assert decision.cost_usd == 0 and decision.answer == trace.agents[0].answer == trace.answer
     assert sorted(autogen_world.called) == sorted(runner_world.called)
     assert runner_world.called.count("d") == sum(escalated)
+
+
+def test_agents_sharing_a_backbone_read_the_same_samples_on_every_path(tmp_path: Path) -> None:
+    """A multi-sample replay world whose sample s answers letter s: the paths agree only if each agent reads
+    the same sample on all three."""
+    questions = [{"id": f"q{i}", "question": f"Q{i}?", "choices": list("wxyz"), "answer": "A"} for i in range(5)]
+    rows = [(q["id"], m, s, "ABC"[s], int(s == 0), 10 + s) for q in questions for m in ("one", "two") for s in range(3)]
+    outcomes = pd.DataFrame(rows, columns=["id", "model", "sample", "answer", "correct", "completion_tokens"])
+    outcomes.assign(cost_usd=None).to_csv(tmp_path / "outcomes.csv.gz", index=False, compression="gzip")
+    (tmp_path / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
+    backbone = {"family": "t", "reasoning": False, "params_active_b": 8, "price_in": 0.1, "price_out": 0.2}
+    models = {"backbones": [{"name": name, **backbone} for name in ("one", "two")]}
+    (tmp_path / "models.yaml").write_text(json.dumps(models), encoding="utf-8")  # JSON is YAML
+    world = ReplayWorld.load(tmp_path)
+    agents = [Agent(id=i, role="Knowledgeable Expert", backbone="one") for i in ("s0", "s1", "s2")]
+    mas = MAS([*agents, Agent(id="d", role="Decision Maker", backbone="two")], [(a.id, "d") for a in agents], "d")
+    pairs = [(mas, query) for query in world.questions]
+    by_runner = Runner(world, ROLES).run_sync(pairs)
+    by_rollout = [rollout_execution(world, ROLES, mas, query).trace(world.name, 0.0) for query in world.questions]
+    by_autogen = through_autogen(world, pairs)
+    assert [a.answer for a in by_runner[0].agents] == ["A", "B", "C", "A"]
+    for runner, rollout, autogen in zip(by_runner, by_rollout, by_autogen, strict=True):
+        assert record(rollout) == record(runner)
+        assert record(autogen) == record(runner)

@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
-import re
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -29,9 +27,11 @@ from agentbalance.runtime.runner import Runner
 from agentbalance.worlds import open_world
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, estimate_prompt_tokens
 from agentbalance.worlds.cache import CachedResponse, ResponseCache, cache_key
-from agentbalance.worlds.live import LiveCompletion, LiveWorld, _retry_after_s
+from agentbalance.worlds.chat_responses import retry_after_s
+from agentbalance.worlds.live import LiveCompletion, LiveWorld
 from agentbalance.worlds.recording import SOLVER, record
 from agentbalance.worlds.replay import ReplayWorld
+from tests.fakes import ArithmeticTask
 from tests.loopback_server import Fault, LoopbackServer, unused_port
 
 KEY = "sk-loopback-SECRET-0123456789"
@@ -212,12 +212,12 @@ def test_backoff_without_retry_after_is_short_and_jittered(
     ],
 )
 def test_retry_after_is_read_in_seconds_or_milliseconds(headers: dict[str, str], seconds: float | None) -> None:
-    assert _retry_after_s(headers) == seconds
+    assert retry_after_s(headers) == seconds
 
 
 def test_retry_after_as_an_http_date_is_the_seconds_until_then() -> None:
     when = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    assert 25 <= (_retry_after_s({"retry-after": when}) or 0) <= 30
+    assert 25 <= (retry_after_s({"retry-after": when}) or 0) <= 30
 
 
 def test_after_max_retries_the_call_fails_with_its_elapsed_seconds(
@@ -543,28 +543,6 @@ def test_missing_usage_is_estimated_and_the_completion_says_so(
 
 
 # ----------------------------------------------------------------------------- record
-
-
-@dataclass(frozen=True)
-class ArithmeticTask:
-    """A tiny task in the Task interface: boxed answers, exact-match scoring."""
-
-    queries: tuple[Query, ...]
-    name: str = "arithmetic"
-    domain: str = "math"
-
-    def items(self) -> Iterator[Query]:
-        return iter(self.queries)
-
-    def prompt(self, query: Query) -> str:
-        return query.render()
-
-    def parse(self, text: str, query: Query) -> str | None:
-        found = re.search(r"\\boxed\{([^}]*)\}", text)
-        return found.group(1) if found else None
-
-    def score(self, query: Query, answer: str | None) -> bool | None:
-        return None if query.answer is None else answer == query.answer
 
 
 def test_record_writes_a_replay_world_that_loads_with_measured_latency(

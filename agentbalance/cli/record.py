@@ -1,4 +1,4 @@
-"""`agentbalance record`: ask every backbone each question alone and write a replay world.
+"""`agentbalance record`: ask every backbone each question alone (K times with --samples) and write a replay world.
 
 The recording itself is `agentbalance.worlds.recording.record`; this module parses and prints.
 """
@@ -31,6 +31,12 @@ def record(
     api_key_file: ApiKeyFileOption = None,
     timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    samples: Annotated[
+        int, typer.Option(min=1, help="Answers per question and backbone (sample k is sent with seed k).")
+    ] = 1,
+    temperature: Annotated[
+        float, typer.Option(help="Sampling temperature of the live calls; required > 0 with --samples > 1.")
+    ] = 0.0,
 ) -> None:
     """Ask every backbone each question alone and write a replay world: calibrate once on real calls, train offline."""
     import asyncio
@@ -39,12 +45,20 @@ def record(
 
     loaded_task = open_task(task, data, limit, seed)
     live = LiveOptions(
-        base_url, cache_dir, not no_cache, timeout, concurrency, loaded_task.parse, api_key_file=api_key_file
+        base_url,
+        cache_dir,
+        not no_cache,
+        timeout,
+        concurrency,
+        loaded_task.parse,
+        api_key_file=api_key_file,
+        temperature=temperature,
     )
     world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed, live=live)
-    summary = asyncio.run(record_world(world, loaded_task, out, concurrency=concurrency))
+    summary = asyncio.run(record_world(world, loaded_task, out, concurrency=concurrency, samples=samples))
+    times = f" x {samples} samples" if samples > 1 else ""
     Console().print(
-        f"recorded {summary.questions} questions x {summary.backbones} backbones into {out}: "
+        f"recorded {summary.questions} questions x {summary.backbones} backbones{times} into {out}: "
         f"{summary.calls} calls ({summary.cached} from the cache), {summary.failures} failed, "
         f"USD {summary.cost_usd:.4f}, {summary.wall_s:.1f} s",
         highlight=False,

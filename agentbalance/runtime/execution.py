@@ -13,6 +13,7 @@ that a cap stops or whose call fails.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -138,6 +139,34 @@ def grade(query: Query, final: Completion | None, grader: Grader | None) -> bool
     return None
 
 
+def sample_indices(mas: MAS) -> dict[str, int]:
+    """Which sample of its backbone each agent reads, for the agents that read one other than 0: the k-th agent
+    on a backbone reads sample k, so agents sharing a backbone answer as distinct calls would.
+
+    Agents are counted in topological order, ties by agent id: repeatedly the ready agent with the smallest
+    id (Kahn's algorithm). The index depends on the MAS alone, never on which agents ran or were skipped.
+    """
+    if len({agent.backbone for agent in mas.agents}) == len(mas.agents):
+        return {}  # the common case: every backbone once, every agent reads sample 0, nothing to sort
+    waiting = {agent.id: len(mas.predecessors(agent.id)) for agent in mas.agents}
+    ready = [agent_id for agent_id, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    counted: dict[str, int] = {}  # backbone -> agents on it counted so far
+    indices: dict[str, int] = {}
+    while ready:
+        agent_id = heapq.heappop(ready)
+        backbone = mas.agent(agent_id).backbone
+        k = counted.get(backbone, 0)
+        counted[backbone] = k + 1
+        if k:
+            indices[agent_id] = k
+        for successor in mas.successors(agent_id):
+            waiting[successor] -= 1
+            if waiting[successor] == 0:
+                heapq.heappush(ready, successor)
+    return indices
+
+
 class Execution:
     """One MAS on one query in progress. Drive it with `start`/`decide`/`call`/`finish`; read `outcome`
     or `trace` when `done`. Agents are finished in any order consistent with the DAG."""
@@ -146,6 +175,7 @@ class Execution:
         "_delivered",
         "_finished_at",
         "_resolved",
+        "_samples",
         "_waiting",
         "capped",
         "caps",
@@ -182,6 +212,7 @@ class Execution:
         self._finished_at: dict[str, float] = {}  # modelled end time of each finished agent
         self._waiting = {agent.id: len(mas.predecessors(agent.id)) for agent in mas.agents}
         self._resolved: dict[str, tuple[Role, Backbone]] = {}
+        self._samples = sample_indices(mas)  # fixed by the MAS, not by what runs: a skipped agent keeps its index
 
     # ---- stepping
 
@@ -212,14 +243,16 @@ class Execution:
         return None
 
     def call(self, agent_id: str) -> AgentCall:
-        """The call of an agent that runs: its role, backbone, the query, and the inputs that answered; a
-        conditional agent is asked afresh (no inputs), told that its inputs disagreed."""
+        """The call of an agent that runs: its role, backbone, the query, the inputs that answered, its sample;
+        a conditional agent is asked afresh (no inputs), told that its inputs disagreed."""
         agent = self.mas.agent(agent_id)
         role, backbone = self._role_and_backbone(agent_id)
+        sample = self._samples.get(agent_id, 0) if self._samples else 0
         if agent_id in self.escalated:
-            return AgentCall(agent, role, backbone, self.query, (), self._disagreement_note(agent_id))
+            note = self._disagreement_note(agent_id)
+            return AgentCall(agent, role, backbone, self.query, (), note=note, sample=sample)
         inputs = [self._delivered[p] for p in self.mas.predecessors(agent_id) if p in self._delivered]
-        return AgentCall(agent, role, backbone, self.query, inputs)
+        return AgentCall(agent, role, backbone, self.query, inputs, sample=sample)
 
     def skip(self, agent_id: str, skip: Skip) -> list[str]:
         """Fold in a skipped agent (no cost, no time); returns the agents it makes ready."""

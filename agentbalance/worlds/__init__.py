@@ -35,6 +35,7 @@ class LiveOptions:
     api_key_file: Path | None = None  # a file holding only the key; else $AGENTBALANCE_API_KEY (or per backbone)
     max_retries: int = 4
     deadline_s: float | None = None  # the most seconds one call may take, retries included (None: derived)
+    temperature: float = 0.0  # sampling temperature of every request (record --samples K > 1 needs one > 0)
 
 
 def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0, live: LiveOptions | None = None) -> World:
@@ -67,6 +68,7 @@ def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0, live: L
             seed=seed,
             deadline_s=options.deadline_s,
             api_key_file=options.api_key_file,
+            temperature=options.temperature,
         )
     raise AgentBalanceError(f"unknown world {spec!r}; use {WORLD_HELP}")
 

@@ -62,6 +62,9 @@ class AgentCall:
     `messages` (the chat prompt) is assembled on first use: simulated and replay worlds never need
     the text, and skipping it keeps the runner's per-agent cost low. `note` is the execution's word to
     the agent (a conditional agent that runs is told its inputs disagreed), appended to the question.
+    `sample`: which of the backbone's samples this agent reads (the k-th agent of its MAS on this backbone
+    reads sample k), so agents sharing a backbone do not all give the same answer; a multi-sample replay
+    world reads its recorded sample k (mod the number recorded), a live world sends it as the `seed`.
     """
 
     agent: Agent
@@ -70,6 +73,7 @@ class AgentCall:
     query: Query
     inputs: Sequence[Upstream] = field(default_factory=tuple)
     note: str = ""
+    sample: int = 0
 
     @cached_property
     def messages(self) -> list[dict[str, str]]:

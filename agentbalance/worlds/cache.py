@@ -24,18 +24,24 @@ KEY_VERSION = 1  # bump when the meaning of a key changes: old rows then simply 
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process's transaction
 
 
-def cache_key(base_url: str, model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of what decides an answer: endpoint, model, messages, request parameters.
+def cache_key(
+    base_url: str, model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any], sample: int = 0
+) -> str:
+    """SHA-256 of the canonical JSON of what decides an answer: endpoint, model, messages, request parameters,
+    and which sample of them it is (k > 0: the same request asked again; sample 0's key is the key without it,
+    so existing caches still hit).
 
     Never pass a key or a header here: the hash is of content only, so two users' caches agree.
     """
-    document = {
+    document: dict[str, Any] = {
         "v": KEY_VERSION,
         "base_url": base_url.rstrip("/"),
         "model": model,
         "messages": [dict(m) for m in messages],
         "params": dict(params),
     }
+    if sample:
+        document["sample"] = sample
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -9,11 +9,13 @@ How a call is answered:
   `$AGENTBALANCE_BASE_URL` / `$AGENTBALANCE_API_KEY`. Keys come from nowhere else (never a catalog value,
   never a flag's text). Checked when the world is built: a backbone without an endpoint or a key is a user
   error then, not in the middle of a sweep.
-* Request: `model` = the backbone's model id, temperature 0 (overridable), `max_tokens` when set, then
-  the backbone's `request` mapping: keys the SDK knows (reasoning_effort, temperature, top_p, ...) as
+* Request: `model` = the backbone's model id, temperature 0 (overridable), `max_tokens` when set, `seed` =
+  the call's sample k when k > 0 (the k-th agent of a MAS on this backbone: a distinct call), then the
+  backbone's `request` mapping: keys the SDK knows (reasoning_effort, temperature, top_p, ...) as
   arguments, the others (enable_thinking, ...) in the JSON body via `extra_body`; a `null` value drops
   a default (e.g. `temperature: null` for models that reject it). Non-streaming.
-* Cache: keyed by SHA-256 of (base_url, model, messages, parameters), never a key or a header. A hit
+* Cache: keyed by SHA-256 of (base_url, model, messages, parameters, the sample when > 0), never a key or
+  a header: K samples are K calls, and a rerun K hits. A hit
   makes no HTTP call and returns the original call's usage, its cost at the catalog's prices (the same
   number under the same catalog) and its measured latency, with `cached=True`.
 * Retries (ours only; the SDK's are off so every attempt is counted): HTTP 408/409/429/5xx, timeouts
@@ -43,7 +45,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import email.utils
 import inspect
 import json
 import logging
@@ -55,7 +56,6 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -68,6 +68,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query
 from agentbalance.worlds.base import CHARS_PER_TOKEN, AgentCall, AgentCallFailed, Completion, estimate_prompt_tokens
 from agentbalance.worlds.cache import CachedResponse, ResponseCache, cache_key
+from agentbalance.worlds.chat_responses import connection_refused, message_text, read_usage, retry_after_s
 
 log = logging.getLogger(__name__)
 
@@ -262,6 +263,8 @@ class LiveWorld:
             raise AgentBalanceError(f"live world: max_retries must be 0 or more, got {max_retries}")
         if max_tokens is not None and max_tokens < 1:
             raise AgentBalanceError(f"live world: max_tokens must be at least 1, got {max_tokens}")
+        if temperature is not None and not (math.isfinite(temperature) and temperature >= 0):
+            raise AgentBalanceError(f"live world: temperature must be a finite number >= 0, got {temperature}")
         for name, value in (("backoff_base_s", backoff_base_s), ("backoff_max_s", backoff_max_s)):
             if not (math.isfinite(value) and value >= 0):
                 raise AgentBalanceError(f"live world: {name} must be a finite number >= 0, got {value}")
@@ -340,8 +343,9 @@ class LiveWorld:
             endpoint = self._endpoints[backbone.name] = self._resolve_endpoint(backbone)
         return endpoint
 
-    def _request_parameters(self, backbone: Backbone) -> dict[str, Any]:
-        """Every parameter of this backbone's requests besides model and messages (the cache key uses them)."""
+    def _request_parameters(self, backbone: Backbone, sample: int = 0) -> dict[str, Any]:
+        """Every parameter of this backbone's requests besides model and messages (the cache key uses them);
+        sample k > 0 is sent as the seed, unless the backbone's `request` sets or drops (null) the seed."""
         reserved = sorted(RESERVED_REQUEST_KEYS & set(backbone.request))
         if reserved:
             raise AgentBalanceError(
@@ -351,6 +355,8 @@ class LiveWorld:
         params: dict[str, Any] = {"temperature": self.temperature}
         if self.max_tokens is not None:
             params["max_tokens"] = self.max_tokens
+        if sample:
+            params["seed"] = sample
         params.update(backbone.request)
         return {key: value for key, value in params.items() if value is not None}
 
@@ -361,12 +367,12 @@ class LiveWorld:
         self.stats.calls += 1
         backbone = call.backbone
         endpoint = self.endpoint(backbone)
-        params = self._request_parameters(backbone)
+        params = self._request_parameters(backbone, call.sample)
         messages = call.messages
         if self.cache is None:
             return self._completion(call, await self._fetch(call, endpoint, params), cached=False)
 
-        key = cache_key(endpoint.base_url, backbone.model_id, messages, params)
+        key = cache_key(endpoint.base_url, backbone.model_id, messages, params, call.sample)
         state = self._state()
         lock = state.key_locks.setdefault(key, asyncio.Lock())
         state.key_users[key] = state.key_users.get(key, 0) + 1
@@ -483,7 +489,7 @@ class LiveWorld:
             except (openai.APITimeoutError, TimeoutError):
                 failure = _Failure("retry", f"timed out after {timeout_s:.3g} s")
             except openai.APIConnectionError as error:
-                refused = _connection_refused(error)
+                refused = connection_refused(error)
                 failure = _Failure("retry", "connection refused" if refused else "connection lost", unreachable=refused)
             except openai.OpenAIError as error:
                 failure = _Failure("fail", f"client error ({type(error).__name__})")
@@ -513,7 +519,7 @@ class LiveWorld:
         if status == 402:
             return _Failure("user", f"live world: {where} refused the call: payment required (HTTP 402)")
         if status in RETRYABLE_STATUS or status >= 500:
-            return _Failure("retry", f"HTTP {status}", retry_after_s=_retry_after_s(headers))
+            return _Failure("retry", f"HTTP {status}", retry_after_s=retry_after_s(headers))
         return _Failure("fail", f"HTTP {status}" + (f": {detail}" if detail else ""))
 
     def _server_message(self, body: object) -> str:
@@ -535,13 +541,13 @@ class LiveWorld:
             return _Failure("fail", "the endpoint answered with malformed JSON")
         if not isinstance(data, dict):
             return _Failure("fail", "the endpoint answered with JSON that is not a chat completion")
-        usage = _usage(data.get("usage"))
+        usage = read_usage(data.get("usage"))
         billed = {"prompt_tokens": usage[0], "completion_tokens": usage[1]} if usage else {}
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return _Failure("fail", "the endpoint answered with no choices", **billed)
         message = choices[0].get("message")
-        text = _message_text(message.get("content") if isinstance(message, Mapping) else None)
+        text = message_text(message.get("content") if isinstance(message, Mapping) else None)
         if usage is None:
             self.stats.usage_estimated += 1
             if call.backbone.model_id not in self._estimated_models:
@@ -608,66 +614,3 @@ def _sdk_arguments() -> frozenset[str]:
 
     parameters = inspect.signature(AsyncCompletions.create).parameters
     return frozenset(parameters) - RESERVED_REQUEST_KEYS - {"self"}
-
-
-def _usage(usage: object) -> tuple[int, int, int] | None:
-    """(prompt, completion, reasoning) tokens from an OpenAI `usage` object; None when absent or unusable."""
-    if not isinstance(usage, Mapping):
-        return None
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if not _count(prompt) or not _count(completion):
-        return None
-    details = usage.get("completion_tokens_details")
-    reasoning = details.get("reasoning_tokens") if isinstance(details, Mapping) else None
-    return int(prompt), int(completion), int(reasoning) if _count(reasoning) else 0  # type: ignore[arg-type]
-
-
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _message_text(content: object) -> str:
-    """A message's text: a string, or the text parts of a list of content parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
-    return ""
-
-
-def _retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asks us to wait: `retry-after-ms`, `retry-after` in seconds or as an HTTP date."""
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            value = float(milliseconds) / 1000
-            return value if math.isfinite(value) and value >= 0 else None
-        except ValueError:
-            pass
-    header = headers.get("retry-after")
-    if not header:
-        return None
-    try:
-        value = float(header)
-        return value if math.isfinite(value) and value >= 0 else None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(header)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _connection_refused(error: BaseException) -> bool:
-    """Whether a connection error means nothing listens there (refused, unknown host), not a dropped link."""
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, ConnectionRefusedError) or type(cause).__name__ == "ConnectError":
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False

@@ -1,14 +1,16 @@
-"""Record a replay world: every backbone of a world's catalog answers every question of a task alone, once.
+"""Record a replay world: every backbone of a world's catalog answers every question of a task alone, K times.
 
 It must never leave a half-written file in the folder (temp file, then rename) nor write an API key or endpoint.
 
 The folder is in the replay-world format (shared/data/README.md) with the optional `latency_s` column:
 
 * questions.jsonl: id, domain, question, choices, answer (gold; null for code), source.
-* outcomes.csv.gz: one row per (question, backbone): the answer as the task reads it from the completion
-  text ("" for code and for failures), correct (the world's own grade where it knows the truth, else
-  `task.score`; 0 when ungraded or failed), completion_tokens, cost_usd and latency_s as the world
-  reported them (live: API usage at catalog prices, measured seconds of the successful call).
+* outcomes.csv.gz: one row per (question, backbone, sample): the answer as the task reads it from the
+  completion text ("" for code and for failures), correct (the world's own grade where it knows the truth,
+  else `task.score`; 0 when ungraded or failed), completion_tokens, cost_usd and latency_s as the world
+  reported them (live: API usage at catalog prices, measured seconds of the successful call). With K > 1
+  samples (each sample k is the call of the k-th agent on the backbone: in a live world `seed` = k at the
+  world's temperature, which must be above 0) a `sample` column numbers them; with K = 1 it is omitted.
 * models.yaml: the catalog's facts about each backbone (no `base_url`, no `api_key_env`: a replay world
   makes no calls), with the catalog's cost assumptions when they are not the defaults.
 
@@ -52,6 +54,7 @@ SOLVER = Role(
     ),
 )
 OUTCOME_HEADER = ("id", "model", "answer", "correct", "completion_tokens", "cost_usd", "latency_s")
+SAMPLED_OUTCOME_HEADER = ("id", "model", "sample", *OUTCOME_HEADER[2:])  # K > 1 samples per (question, backbone)
 Progress = Callable[[int, int], None]  # (calls done, calls in total)
 
 
@@ -71,12 +74,14 @@ class RecordSummary:
     accuracy: dict[str, float] = field(default_factory=dict)  # per backbone, failures counted as wrong
     failures_by_backbone: dict[str, int] = field(default_factory=dict)
     errors: tuple[str, ...] = ()  # the first few failure messages, for the user
+    samples: int = 1  # calls per (question, backbone)
 
 
 @dataclass(frozen=True)
 class _Row:
     query: Query
     backbone: Backbone
+    sample: int
     answer: str
     correct: bool
     graded: bool
@@ -88,9 +93,15 @@ class _Row:
 
 
 async def record(
-    world: World, task: Task, out_dir: Path, concurrency: int = 16, progress: Progress | None = None
+    world: World,
+    task: Task,
+    out_dir: Path,
+    concurrency: int = 16,
+    progress: Progress | None = None,
+    samples: int = 1,
 ) -> RecordSummary:
-    """Ask every backbone of `world.catalog` each question of `task`, alone, and write a replay world to `out_dir`.
+    """Ask every backbone of `world.catalog` each question of `task`, alone, `samples` times, and write a replay
+    world to `out_dir`.
 
     User errors (AgentBalanceError: a rejected key, an unknown model) stop the recording and nothing is
     written; a failed call (AgentCallFailed, or an unexpected error of the world) becomes an empty,
@@ -98,6 +109,7 @@ async def record(
     """
     if concurrency < 1:
         raise AgentBalanceError(f"record: concurrency must be at least 1, got {concurrency}")
+    _check_samples(world, samples)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise AgentBalanceError(f"record: the output path {out_dir} exists and is not a folder")
@@ -105,21 +117,26 @@ async def record(
     if not queries:
         raise AgentBalanceError(f"record: task {task.name!r} has no question to record")
     backbones = world.catalog.backbones
-    total = len(queries) * len(backbones)
+    total = len(queries) * len(backbones) * samples
     limit = asyncio.Semaphore(concurrency)
     done = 0
     started = time.perf_counter()
 
-    async def ask(query: Query, backbone: Backbone) -> _Row:
+    async def ask(query: Query, backbone: Backbone, sample: int) -> _Row:
         nonlocal done
         async with limit:
-            row = await _ask(world, task, query, backbone)
+            row = await _ask(world, task, query, backbone, sample)
         done += 1
         if progress is not None:
             progress(done, total)
         return row
 
-    jobs = [asyncio.ensure_future(ask(query, backbone)) for query in queries for backbone in backbones]
+    jobs = [
+        asyncio.ensure_future(ask(query, backbone, sample))
+        for query in queries
+        for backbone in backbones
+        for sample in range(samples)
+    ]
     try:
         rows = await asyncio.gather(*jobs)
     except BaseException:
@@ -131,26 +148,51 @@ async def record(
 
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_atomic(out_dir / "questions.jsonl", _questions_jsonl(queries, task))
-    _write_atomic(out_dir / "outcomes.csv.gz", _outcomes_csv_gz(rows, task))
-    _write_atomic(out_dir / "models.yaml", _models_yaml(world, len(queries)).encode())
-    return _summary(out_dir, queries, backbones, rows, wall_s)
+    _write_atomic(out_dir / "outcomes.csv.gz", _outcomes_csv_gz(rows, samples > 1))
+    _write_atomic(out_dir / "models.yaml", _models_yaml(world, len(queries), samples).encode())
+    return _summary(out_dir, queries, backbones, rows, wall_s, samples)
 
 
-async def _ask(world: World, task: Task, query: Query, backbone: Backbone) -> _Row:
+def _check_samples(world: World, samples: int) -> None:
+    """K > 1 samples must be able to differ: not the simulator (one answer per question and backbone), and a
+    live world only at a temperature above 0 (else K paid calls would repeat one answer)."""
+    if samples < 1:
+        raise AgentBalanceError(f"record: samples must be at least 1, got {samples}")
+    if samples == 1:
+        return
+    if world.simulated:
+        raise AgentBalanceError(
+            f"record: {samples} samples per question need a world whose answers vary; the {world.name} world gives "
+            "one answer per question and backbone (record it with 1 sample)"
+        )
+    from agentbalance.worlds.live import LiveWorld  # the one world with a temperature; loaded only for K > 1
+
+    if isinstance(world, LiveWorld) and not (world.temperature is not None and world.temperature > 0):
+        raise AgentBalanceError(
+            f"record: {samples} samples per question need a temperature above 0 (--temperature T), got "
+            f"{world.temperature}: at temperature 0 every sample would be the same answer, paid {samples} times"
+        )
+
+
+async def _ask(world: World, task: Task, query: Query, backbone: Backbone, sample: int) -> _Row:
     agent = Agent(id="solver", role=SOLVER.name, backbone=backbone.name)
     try:
-        completion = await world.complete(AgentCall(agent, SOLVER, backbone, query))
+        completion = await world.complete(AgentCall(agent, SOLVER, backbone, query, sample=sample))
     except AgentBalanceError:
         raise
     except AgentCallFailed as failure:
-        return _Row(query, backbone, "", False, True, 0, failure.cost_usd, failure.latency_s, error=str(failure))
+        return _Row(
+            query, backbone, sample, "", False, True, 0, failure.cost_usd, failure.latency_s, error=str(failure)
+        )
     except Exception as failure:  # a world bug: recorded like a failed call, never silent (as the runner does)
-        return _Row(query, backbone, "", False, True, 0, 0.0, 0.0, error=f"{type(failure).__name__}: {failure}")
+        error = f"{type(failure).__name__}: {failure}"
+        return _Row(query, backbone, sample, "", False, True, 0, 0.0, 0.0, error=error)
     answer = _answer(world, task, query, completion)
     correct = completion.correct if completion.correct is not None else task.score(query, answer)
     return _Row(
         query,
         backbone,
+        sample,
         "" if task.domain == "code" or answer is None else answer,
         bool(correct),
         correct is not None,
@@ -183,15 +225,17 @@ def _questions_jsonl(queries: list[Query], task: Task) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def _outcomes_csv_gz(rows: list[_Row], task: Task) -> bytes:
+def _outcomes_csv_gz(rows: list[_Row], sampled: bool) -> bytes:
+    """The outcome rows; a `sample` column only when there are several samples (one-sample files unchanged)."""
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(OUTCOME_HEADER)
+    writer.writerow(SAMPLED_OUTCOME_HEADER if sampled else OUTCOME_HEADER)
     for row in rows:
         writer.writerow(
             (
                 row.query.id,
                 row.backbone.name,
+                *((row.sample,) if sampled else ()),
                 row.answer,
                 int(row.correct),
                 row.completion_tokens,
@@ -219,7 +263,7 @@ MODEL_KEYS = (
 OPTIONAL_MODEL_KEYS = ("model", "request", "ttft_s", "instruct", "source")  # written when set
 
 
-def _models_yaml(world: World, questions: int) -> str:
+def _models_yaml(world: World, questions: int, samples: int) -> str:
     catalog: Catalog = world.catalog
     entries: list[dict[str, Any]] = []
     for backbone in catalog.backbones:
@@ -233,7 +277,8 @@ def _models_yaml(world: World, questions: int) -> str:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = (
         f"# Replay world recorded by agentbalance from the {world.name} world, {stamp}:\n"
-        f"# {questions} questions x {len(entries)} backbones; catalog {catalog.source}.\n"
+        f"# {questions} questions x {len(entries)} backbones{f' x {samples} samples' if samples > 1 else ''}; "
+        f"catalog {catalog.source}.\n"
         "# price_in / price_out: USD per 1M tokens. params_*_b: billions (null: not published).\n"
     )
     return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
@@ -254,7 +299,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def _summary(
-    out_dir: Path, queries: list[Query], backbones: tuple[Backbone, ...], rows: list[_Row], wall_s: float
+    out_dir: Path, queries: list[Query], backbones: tuple[Backbone, ...], rows: list[_Row], wall_s: float, samples: int
 ) -> RecordSummary:
     per_backbone: dict[str, list[_Row]] = {b.name: [] for b in backbones}
     for row in rows:
@@ -273,4 +318,5 @@ def _summary(
         accuracy={name: sum(r.correct for r in own) / len(own) for name, own in per_backbone.items()},
         failures_by_backbone={name: sum(r.error is not None for r in own) for name, own in per_backbone.items()},
         errors=tuple(str(row.error) for row in failed[:5]),
+        samples=samples,
     )

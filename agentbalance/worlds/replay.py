@@ -4,23 +4,29 @@ It must never let an agent see gold answers, correctness labels or statistics of
 
 How a call is answered (the default rule, `WeightedVote`):
 
-* An agent's own answer is the recorded answer of its backbone on the query.
+* An agent's own answer is the recorded answer of its backbone on the query. A multi-sample world (an
+  optional `sample` column) records K answers per question and backbone: the call names which one
+  (`AgentCall.sample`, the k-th agent of a MAS on a backbone reads sample k), wrapped to k mod K.
+  The agent's answer, correctness, tokens, cost and latency all come from that sample.
 * An agent with inputs combines its own answer with its predecessors' answers by a weighted vote.
   Each backbone m has a reliability r_m = (correct + 1) / (answered + 2): its Laplace-smoothed accuracy
-  on the TRAIN split only. Its vote weight is w_m = max(0.05, logit(r_m) + log(K - 1)), with K the
-  number of options (the query's choices; 10 for numeric answers; for choice-less letter questions
-  the number of distinct letters making up at least 1% of the train-split recorded answers), the
-  optimal weight of a voter that is right with probability r_m and otherwise wrong at random.
+  on the TRAIN split only (a question counts once: `correct` adds the share of its samples that are
+  right). Its vote weight is w_m = max(0.05, logit(r_m) + log(K - 1)), with K the number of options
+  (the query's choices; 10 for numeric answers; for choice-less letter questions the number of distinct
+  letters making up at least 1% of the train-split recorded answers, a (question, backbone) weighing 1
+  however many samples it has), the optimal weight of a voter that is right with probability r_m and
+  otherwise wrong at random.
   The agent's own weight is multiplied by a role-dependent self-weight (solver 1.0, critic 1.5,
   decision 1.0: fields of `WeightedVote`). Empty answers abstain. The answer with the largest total
   weight wins; ties go to the answer with the largest single weight, then to the first answer string.
   The decision agent does the same over its inputs plus its own recorded answer.
 * Code worlds record no answers, only whether a backbone's solution passed the tests: the agent
   SELECTS one solution (its own or one an input passed on) by the author's reliability x self-weight;
-  its answer names the author ("solution:<backbone>") and the author's recorded result is the outcome.
+  its answer names the author ("solution:<backbone>", "#k" appended for its sample k > 0) and the author's
+  recorded result is the outcome.
 * Correctness: the chosen answer against the gold answer; where the gold is unknown, the recorded
-  grade of a backbone that gave the chosen answer (None if none did).
-* Tokens: completion = the recorded completion length of the agent's own backbone; prompt =
+  grade of a backbone (any of its samples) that gave the chosen answer (None if none did).
+* Tokens: completion = the recorded completion length of the agent's own backbone (its sample); prompt =
   `estimate_prompt_tokens` (role prompt + question, characters / 4) + the inputs' completion tokens.
   Cost: the recorded cost plus the extra upstream text at the input price, else catalog prices.
   Latency: the recorded `latency_s` when the world has it, else TTFT + completion / decode speed.
@@ -53,11 +59,12 @@ from agentbalance.worlds.base import AgentCall, Completion, Upstream, estimate_p
 WorldKind = Literal["mcq", "numeric", "code"]
 SPLITS = ("train", "val", "test")
 OUTCOME_COLUMNS = ("id", "model", "answer", "correct", "completion_tokens", "cost_usd")
-OPTIONAL_OUTCOME_COLUMNS = ("latency_s",)
+OPTIONAL_OUTCOME_COLUMNS = ("latency_s", "sample")
 NUMERIC_OPTIONS = 10  # K of the vote weight for free-form numeric answers
 MIN_LETTER_SHARE = 0.01  # a letter counts as an option of choice-less MCQ if >= 1% of train answers
 SOLUTION_PREFIX = "solution:"
 _ROLES_OF_KIND: dict[str, str] = {"mcq": "general", "numeric": "math", "code": "code"}
+Recording = tuple[int, int, int]  # where one recorded answer is: (question row, backbone column, sample)
 
 
 # ----------------------------------------------------------------------------- the combination rule
@@ -71,6 +78,7 @@ class Ballot:
     backbone: str  # who vouches for it (code worlds: the solution's author)
     reliability: float  # Laplace-smoothed train-split accuracy, in (0, 1)
     own: bool = False  # the calling agent's own recorded answer
+    sample: int = 0  # which recorded sample of `backbone` it is (code worlds: of the solution)
 
 
 class CombinationRule(Protocol):
@@ -131,6 +139,11 @@ class WeightedVote:
 # ----------------------------------------------------------------------------- answers and splits
 
 
+def _solution(author: str, sample: int) -> str:
+    """The answer naming one recorded solution: "solution:<author>", with "#k" for a sample k > 0."""
+    return f"{SOLUTION_PREFIX}{author}#{sample}" if sample else SOLUTION_PREFIX + author
+
+
 def number_key(text: str) -> str | None:
     """Canonical form of a numeric answer ("65,960" -> "65960", "2.50" -> "2.5"); None if not a number."""
     cleaned = text.strip().replace(",", "").replace("$", "")
@@ -179,6 +192,7 @@ def _check_fractions(split: Sequence[float]) -> tuple[float, float, float]:
 
 
 MAX_RECORDED_TOKENS = 10_000_000  # far beyond any context window; larger is a damaged or misaligned file
+MAX_SAMPLE = 9_999  # samples per question and backbone are numbered 0..K-1; larger is a damaged file
 
 
 def _read_outcomes(path: Path) -> pd.DataFrame:
@@ -212,26 +226,31 @@ def _read_outcomes(path: Path) -> pd.DataFrame:
             value = table[column].iloc[row]
             raise AgentBalanceError(f"{path}: line {row + 2}, column {column}: expected {expected}, got {value!r}")
 
+    def integers(column: str, maximum: int) -> pd.Series:
+        values = pd.to_numeric(table[column], errors="coerce")
+        too_large = values > maximum  # also keeps int64 from overflowing
+        fail(
+            values.isna() | (values < 0) | (values != values.round()) | too_large,
+            column,
+            f"a non-negative integer up to {maximum:,}",
+        )
+        return values.astype(np.int64)
+
     for column in ("id", "model"):
         fail(table[column].str.strip() == "", column, "a non-empty name")
     fail(~table["correct"].isin(["0", "1"]), "correct", "0 or 1")
-    tokens = pd.to_numeric(table["completion_tokens"], errors="coerce")
-    too_many = tokens > MAX_RECORDED_TOKENS  # also keeps int64 from overflowing
-    fail(
-        tokens.isna() | (tokens < 0) | (tokens != tokens.round()) | too_many,
-        "completion_tokens",
-        f"a non-negative integer up to {MAX_RECORDED_TOKENS:,}",
-    )
     result = pd.DataFrame(
         {
             "id": table["id"],
             "model": table["model"],
             "answer": table["answer"].str.strip(),
             "correct": (table["correct"] == "1").to_numpy(),
-            "completion_tokens": tokens.astype(np.int64),
+            "completion_tokens": integers("completion_tokens", MAX_RECORDED_TOKENS),
         }
     )
-    for column in ("cost_usd", *OPTIONAL_OUTCOME_COLUMNS):
+    if "sample" in table.columns:
+        result["sample"] = integers("sample", MAX_SAMPLE)
+    for column in ("cost_usd", "latency_s"):
         if column not in table.columns:
             continue
         text = table[column].str.strip()
@@ -252,6 +271,36 @@ def _world_kind(queries: Sequence[Query], recorded: pd.Series) -> WorldKind:
         return "code"
     sample = golds or answers.unique().tolist()
     return "numeric" if all(number_key(a) is not None for a in sample) else "mcq"
+
+
+def _number_samples(outcomes: pd.DataFrame, pair: np.ndarray, pairs: int, path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's sample (0 without a `sample` column) and the number of samples of each (question, model)
+    pair, checked: one row per (question, model, sample), a pair's samples numbered 0..K-1 without gaps."""
+    numbered = "sample" in outcomes.columns
+    sample = outcomes["sample"].to_numpy() if numbered else np.zeros(len(pair), dtype=np.int64)
+    key = pair * (int(sample.max()) + 1) + sample
+    seen, first = np.unique(key, return_index=True)
+    if len(seen) != len(key):
+        row = int(np.setdiff1d(np.arange(len(key)), first)[0])
+        which = f" (sample {sample[row]})" if numbered else ""
+        raise AgentBalanceError(
+            f"{path}: line {row + 2}: a second outcome for question {outcomes['id'].iloc[row]!r} "
+            f"and model {outcomes['model'].iloc[row]!r}{which}"
+        )
+    counts = np.bincount(pair, minlength=pairs)
+    highest = np.full(pairs, -1, dtype=np.int64)
+    np.maximum.at(highest, pair, sample)
+    gapped = np.flatnonzero(counts != highest + 1)  # no repeats, so K rows numbered up to K-1 are 0..K-1
+    if gapped.size:
+        rows = np.flatnonzero(pair == gapped[0])
+        row = int(rows[np.argmax(sample[rows])])
+        missing = min(set(range(int(sample[row]))) - set(sample[rows].tolist()))
+        raise AgentBalanceError(
+            f"{path}: line {row + 2}, column sample: question {outcomes['id'].iloc[row]!r} and model "
+            f"{outcomes['model'].iloc[row]!r} have sample {sample[row]} but no sample {missing} "
+            "(the samples of a question and model are numbered 0, 1, ... without gaps)"
+        )
+    return sample, counts
 
 
 # ----------------------------------------------------------------------------- the world
@@ -298,14 +347,7 @@ class ReplayWorld:
                 f"(known: {', '.join(self._model_names)})"
             )
         n_q, n_m = len(questions), len(self._model_names)
-        cell = qi * n_m + mi
-        seen, first = np.unique(cell, return_index=True)
-        if len(seen) != len(cell):
-            row = int(np.setdiff1d(np.arange(len(cell)), first)[0])
-            raise AgentBalanceError(
-                f"{outcomes_path}: line {row + 2}: a second outcome for question {outcomes['id'].iloc[row]!r} "
-                f"and model {outcomes['model'].iloc[row]!r}"
-            )
+        sample, counts = _number_samples(outcomes, qi * n_m + mi, n_q * n_m, outcomes_path)
         unrecorded = [name for j, name in enumerate(self._model_names) if not (mi == j).any()]
         if unrecorded:
             raise AgentBalanceError(
@@ -317,20 +359,29 @@ class ReplayWorld:
         answers = outcomes["answer"].to_numpy(dtype=object)
         if self.kind == "numeric":
             answers = np.array([number_key(a) or a for a in answers], dtype=object)
-        self._present = np.zeros((n_q, n_m), dtype=bool)
-        self._present[qi, mi] = True
-        self._answers = np.full((n_q, n_m), "", dtype=object)
-        self._answers[qi, mi] = answers
-        self._correct = np.zeros((n_q, n_m), dtype=bool)
-        self._correct[qi, mi] = outcomes["correct"].to_numpy()
-        self._tokens = np.zeros((n_q, n_m), dtype=np.int64)
-        self._tokens[qi, mi] = outcomes["completion_tokens"].to_numpy()
-        self._cost = np.full((n_q, n_m), np.nan)
-        self._cost[qi, mi] = outcomes["cost_usd"].to_numpy()
+        # (question, backbone, sample) arrays, padded to the most samples any pair has; one sample: depth 1
+        self._samples = counts.reshape(n_q, n_m)  # samples recorded per (question, backbone); 0: none
+        self._present = self._samples > 0
+        depth = int(self._samples.max())
+        self._recorded = np.arange(depth) < self._samples[:, :, None]  # (q, m, s): sample s is recorded
+        at = (qi, mi, sample)
+        self._answers = np.full((n_q, n_m, depth), "", dtype=object)
+        self._answers[at] = answers
+        self._correct = np.zeros((n_q, n_m, depth), dtype=bool)
+        self._correct[at] = outcomes["correct"].to_numpy()
+        self._tokens = np.zeros((n_q, n_m, depth), dtype=np.int64)
+        self._tokens[at] = outcomes["completion_tokens"].to_numpy()
+        self._cost = np.full((n_q, n_m, depth), np.nan)
+        self._cost[at] = outcomes["cost_usd"].to_numpy()
         self._latency: np.ndarray | None = None
         if "latency_s" in outcomes.columns:
-            self._latency = np.full((n_q, n_m), np.nan)
-            self._latency[qi, mi] = outcomes["latency_s"].to_numpy()
+            self._latency = np.full((n_q, n_m, depth), np.nan)
+            self._latency[at] = outcomes["latency_s"].to_numpy()
+        # Statistics per (question, backbone) average over its samples, so a question counts once however
+        # many samples it has (and a single-sample world's numbers are exactly the recorded ones).
+        per_pair = np.maximum(self._samples, 1)
+        self._mean_correct = self._correct.sum(axis=2) / per_pair
+        self._mean_tokens = self._tokens.sum(axis=2) / per_pair
         self._gold = [self._answer_key(q.answer) for q in questions]
 
         # Splits list their questions in this order too, so the first N of a split (`--train N`) is a
@@ -338,8 +389,8 @@ class ReplayWorld:
         self._ranking = split_ranking([q.id for q in questions], seed)
         self._split = split_codes(self._ranking, split)
         train = (self._split == 0)[:, None] & self._present
-        # Reliability: Laplace-smoothed accuracy on the TRAIN split only (never val/test).
-        self._reliability = ((self._correct & train).sum(axis=0) + 1.0) / (train.sum(axis=0) + 2.0)
+        # Reliability: Laplace-smoothed accuracy on the TRAIN split only (never val/test), a question counting once.
+        self._reliability = ((self._mean_correct * train).sum(axis=0) + 1.0) / (train.sum(axis=0) + 2.0)
         self._letter_options = self._train_letter_count(train)
 
     @classmethod
@@ -380,12 +431,13 @@ class ReplayWorld:
         return float(self._reliability[self._backbone_index(backbone)])
 
     def accuracy(self, backbone: str, split: str = "train") -> float:
-        """The backbone's plain recorded accuracy (0-1) on a split, for calibration and reports."""
+        """The backbone's plain recorded accuracy (0-1) on a split, for calibration and reports: the mean over
+        questions of the share of its samples that are right (one sample: its share of right answers)."""
         j = self._backbone_index(backbone)
         rows = (self._split == self._split_code(split)) & self._present[:, j]
         if not rows.any():
             raise AgentBalanceError(f"{self.name}: backbone {backbone!r} has no recorded outcome on the {split} split")
-        return float(self._correct[rows, j].mean())
+        return float(self._mean_correct[rows, j].mean())
 
     def calibrated_catalog(self, split: str = "train") -> Catalog:
         """The world's catalog calibrated on `split` (the paper's small local calibration): scores["replay"]
@@ -403,12 +455,13 @@ class ReplayWorld:
         return Catalog(backbones, self.catalog.assumptions, source=self.catalog.source)
 
     def median_completion_tokens(self, backbone: str, split: str = "train") -> float:
-        """The backbone's median recorded completion length on a split (at least 1 token)."""
+        """The backbone's median recorded completion length on a split (at least 1 token): the median over
+        questions of the mean length of its samples on each."""
         j = self._backbone_index(backbone)
         rows = (self._split == self._split_code(split)) & self._present[:, j]
         if not rows.any():
             raise AgentBalanceError(f"{self.name}: backbone {backbone!r} has no recorded outcome on the {split} split")
-        return max(1.0, float(np.median(self._tokens[rows, j])))
+        return max(1.0, float(np.median(self._mean_tokens[rows, j])))
 
     def with_catalog(self, catalog: Catalog) -> ReplayWorld:
         """The same recording priced and timed by another catalog (say, today's prices); a subset is fine.
@@ -429,6 +482,11 @@ class ReplayWorld:
         """The recorded question that `query.id` names (a query file may give only ids)."""
         return self.questions[self._query_row(query.id)]
 
+    def samples(self, query_id: str, backbone: str) -> int:
+        """How many samples of `backbone` are recorded on the question (1 without a `sample` column): the k-th
+        agent of a MAS on that backbone reads sample k mod this."""
+        return int(self._samples[self._query_row(query_id), self._backbone_index(backbone)])
+
     # ---- answering calls
 
     async def complete(self, call: AgentCall) -> Completion:
@@ -443,17 +501,18 @@ class ReplayWorld:
             raise AgentBalanceError(
                 f"{self.name}: no recorded outcome of backbone {call.backbone.name!r} on question {call.query.id!r}"
             )
+        recording = (qi, mi, call.sample % int(self._samples[qi, mi]) if call.sample else 0)  # past K: wrap
         if self.kind == "code":
-            answer, correct, text = self._select_solution(call, qi, mi)
+            answer, correct, text = self._select_solution(call, recording)
         else:
-            answer, correct = self._vote(call, qi, mi)
+            answer, correct = self._vote(call, recording)
             text = f"Answer: {answer}" if answer is not None else "Answer: (none)"
 
-        completion_tokens = int(self._tokens[qi, mi])
+        completion_tokens = int(self._tokens[recording])
         prompt_tokens = estimate_prompt_tokens(call)  # own prompt + the inputs' completions it reads
         upstream_tokens = sum(u.completion.completion_tokens for u in call.inputs)
         backbone = call.backbone
-        recorded_cost = float(self._cost[qi, mi])
+        recorded_cost = float(self._cost[recording])
         if math.isnan(recorded_cost):
             cost = backbone.call_cost_usd(prompt_tokens, completion_tokens)
         else:  # the recorded call read no upstream messages: add them at the input price
@@ -464,16 +523,17 @@ class ReplayWorld:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=cost,
-            latency_s=self._latency_s(backbone, qi, mi, completion_tokens),
+            latency_s=self._latency_s(backbone, recording, completion_tokens),
             reasoning_tokens=0,  # the recordings do not separate reasoning from answer tokens
             correct=correct,
         )
 
-    def _vote(self, call: AgentCall, qi: int, mi: int) -> tuple[str | None, bool | None]:
-        own = self._answers[qi, mi] or None
+    def _vote(self, call: AgentCall, recording: Recording) -> tuple[str | None, bool | None]:
+        qi, mi, _ = recording
+        answer = self._answers[recording] or None
         if not call.inputs:
-            return own, self._grade(qi, own)
-        ballots = [Ballot(own, call.backbone.name, float(self._reliability[mi]), own=True)]
+            return answer, self._grade(qi, answer)
+        ballots = [Ballot(answer, call.backbone.name, float(self._reliability[mi]), own=True)]
         ballots += [
             Ballot(self._answer_key(u.completion.answer), u.backbone.name, self.reliability(u.backbone.name))
             for u in call.inputs
@@ -481,30 +541,38 @@ class ReplayWorld:
         answer = self.rule.vote(ballots, call.role.kind, self._options(qi))
         return answer, self._grade(qi, answer)
 
-    def _select_solution(self, call: AgentCall, qi: int, mi: int) -> tuple[str, bool, str]:
-        own = call.backbone.name
-        ballots = [Ballot(SOLUTION_PREFIX + own, own, float(self._reliability[mi]), own=True)]
+    def _select_solution(self, call: AgentCall, recording: Recording) -> tuple[str, bool, str]:
+        qi, mi, sample = recording
+        name = call.backbone.name
+        ballots = [Ballot(_solution(name, sample), name, float(self._reliability[mi]), own=True, sample=sample)]
         for upstream in call.inputs:
-            author = self._author(upstream)
-            ballots.append(Ballot(SOLUTION_PREFIX + author, author, self.reliability(author)))
+            author, passed = self._author(upstream)
+            ballots.append(Ballot(_solution(author, passed), author, self.reliability(author), sample=passed))
         chosen = self.rule.select(ballots, call.role.kind)
         author_index = self._backbone_index(chosen.backbone)
         if not self._present[qi, author_index]:
             raise AgentBalanceError(
                 f"{self.name}: no recorded outcome of backbone {chosen.backbone!r} on question {call.query.id!r}"
             )
+        sample = chosen.sample % int(self._samples[qi, author_index])
         return (
-            SOLUTION_PREFIX + chosen.backbone,
-            bool(self._correct[qi, author_index]),
+            _solution(chosen.backbone, sample),
+            bool(self._correct[qi, author_index, sample]),
             f"Solution from {chosen.backbone}",
         )
 
-    def _author(self, upstream: Upstream) -> str:
-        """Whose solution an input passes on: the author its answer names, else the input's own backbone."""
+    def _author(self, upstream: Upstream) -> tuple[str, int]:
+        """Whose solution an input passes on, and which sample of it: what its answer names, else the input's
+        own backbone (sample 0)."""
         answer = upstream.completion.answer or ""
-        if answer.startswith(SOLUTION_PREFIX) and answer[len(SOLUTION_PREFIX) :] in self._model_index:
-            return answer[len(SOLUTION_PREFIX) :]
-        return upstream.backbone.name
+        if answer.startswith(SOLUTION_PREFIX):
+            named = answer[len(SOLUTION_PREFIX) :]
+            if named in self._model_index:
+                return named, 0
+            author, _, sample = named.rpartition("#")
+            if author in self._model_index and sample.isascii() and sample.isdigit():
+                return author, int(sample)
+        return upstream.backbone.name, 0
 
     def _grade(self, qi: int, answer: str | None) -> bool | None:
         """Against the gold when known; else the recorded grade of a backbone that gave this answer (no
@@ -512,12 +580,12 @@ class ReplayWorld:
         gold = self._gold[qi]
         if gold is not None:
             return answer == gold
-        gave = self._present[qi] & (self._answers[qi] == (answer or ""))
-        return bool(self._correct[qi, gave].any()) if gave.any() else None
+        gave = self._recorded[qi] & (self._answers[qi] == (answer or ""))  # any backbone's, any sample's
+        return bool(self._correct[qi][gave].any()) if gave.any() else None
 
-    def _latency_s(self, backbone: Backbone, qi: int, mi: int, completion_tokens: int) -> float:
-        if self._latency is not None and not math.isnan(self._latency[qi, mi]):
-            return float(self._latency[qi, mi])
+    def _latency_s(self, backbone: Backbone, recording: Recording, completion_tokens: int) -> float:
+        if self._latency is not None and not math.isnan(self._latency[recording]):
+            return float(self._latency[recording])
         assumptions = self.catalog.assumptions
         ttft = backbone.ttft_s if backbone.ttft_s is not None else assumptions.ttft_s
         return ttft + completion_tokens / backbone.decode_speed(assumptions)
@@ -530,11 +598,15 @@ class ReplayWorld:
         return NUMERIC_OPTIONS if self.kind == "numeric" else self._letter_options
 
     def _train_letter_count(self, train: np.ndarray) -> int:
-        answers = pd.Series(self._answers[train])
-        answers = answers[answers != ""]
-        if answers.empty:
+        """The distinct letters of at least MIN_LETTER_SHARE of the train answers, each (question, backbone)
+        weighing 1 however many samples it has (each sample 1/K)."""
+        recorded = train[:, :, None] & self._recorded
+        weights = np.broadcast_to(1.0 / np.maximum(self._samples, 1)[:, :, None], recorded.shape)[recorded]
+        answers = self._answers[recorded]
+        given = answers != ""
+        if not given.any():
             return 2
-        shares = answers.value_counts(normalize=True)
+        shares = pd.Series(weights[given]).groupby(answers[given]).sum() / weights[given].sum()
         return max(2, int((shares >= MIN_LETTER_SHARE).sum()))
 
     def _answer_key(self, answer: str | None) -> str | None:

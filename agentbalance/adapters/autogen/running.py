@@ -32,7 +32,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
 from agentbalance.query import Query, as_query
 from agentbalance.roles import RoleSet
-from agentbalance.runtime.execution import NO_CAPS, AgentResult, Caps, Execution, Grader, Skip
+from agentbalance.runtime.execution import NO_CAPS, AgentResult, Caps, Execution, Grader, Skip, sample_indices
 from agentbalance.runtime.trace import Trace
 from agentbalance.worlds.base import Completion, SameAnswer, World, same_recorded_answer
 
@@ -108,7 +108,7 @@ class GraphFlowRunner:
         query = as_query(task)
         mas.check_against(self.catalog, self.roles)
         execution = Execution(mas, query, self.roles, self.catalog, self.caps, self.same_answer)
-        episode = WorldClients(self.world, query) if self.world is not None else None
+        episode = WorldClients(self.world, query, sample_indices(mas)) if self.world is not None else None
 
         def client(slot: AgentSlot) -> ChatCompletionClient:
             inner = episode(slot) if episode is not None else client_for(self.clients, slot)  # type: ignore[arg-type]

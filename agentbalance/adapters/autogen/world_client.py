@@ -53,13 +53,15 @@ class WorldClients:
     Query (so the simulated world grades against the query it is given), and it remembers what each
     agent said, so a later agent's incoming messages reach the world as the completions they were.
     Only messages an agent actually received become its inputs. Without a Query, the task text is used.
+    `samples`: which sample of its backbone each agent id reads (`execution.sample_indices` of the MAS; absent: 0).
     """
 
-    def __init__(self, world: World, query: Query | None = None) -> None:
+    def __init__(self, world: World, query: Query | None = None, samples: Mapping[str, int] | None = None) -> None:
         if not isinstance(world, World):
             raise AgentBalanceError(f"{world!r} is not an agentbalance world (no name, catalog and async complete)")
         self.world = world
         self.query = query
+        self.samples: Mapping[str, int] = samples or {}
         self._said: dict[str, list[tuple[str, Upstream | None]]] = {}  # AutoGen name -> (text, upstream | failed)
 
     def __call__(self, slot: AgentSlot) -> WorldChatClient:
@@ -107,7 +109,8 @@ class WorldChatClient(ChatCompletionClient):
         if tools:
             raise AgentBalanceError(f"agent {self.slot.name!r}: a world-backed client cannot call tools")
         query, inputs, note = self._query(messages), self._inputs(messages), self._note(messages)
-        call = AgentCall(self.slot.agent, self.slot.role, self.backbone, query, inputs, note)
+        sample = self.episode.samples.get(self.slot.agent.id, 0)
+        call = AgentCall(self.slot.agent, self.slot.role, self.backbone, query, inputs, note=note, sample=sample)
         self.calls.append(call)
         try:
             completion = await self._complete(call)
