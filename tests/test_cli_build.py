@@ -44,9 +44,22 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    keys = {"perf", "tok", "lat", "budget_tok", "budget_lat", "feasible", "split", "n", "n_graded", "out"}
+    keys = {
+        "perf",
+        "tok",
+        "lat",
+        "budget_tok",
+        "budget_lat",
+        "feasible",
+        "split",
+        "n",
+        "n_graded",
+        "escalation_rate",
+        "out",
+    }
     assert set(result) == keys
     assert result["split"] == "test" and result["n"] == 12 and result["budget_tok"] == 0.5
+    assert result["escalation_rate"] == 0.0  # the controller builds no conditional agent yet
     return folder / "run"
 
 
