@@ -3,7 +3,6 @@ question once, and a malformed `sample` column is one clear error naming the fil
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from agentbalance.runtime.execution import AgentResult, Caps, Execution, sample_
 from agentbalance.runtime.rollout import rollout_execution
 from agentbalance.worlds.base import AgentCall
 from agentbalance.worlds.replay import ReplayWorld
+from tests.test_replay_world import write_world as write_replay_world
 
 GENERAL = RoleSet.load("general")
 CODE = RoleSet.load("code")
@@ -63,11 +63,7 @@ def sampled_tables(samples: dict[str, int] = SAMPLES) -> tuple[list[dict[str, An
 
 
 def write_world(folder: Path, questions: Sequence[dict[str, Any]], outcomes: pd.DataFrame) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
-    outcomes.to_csv(folder / "outcomes.csv.gz", index=False, compression="gzip")
-    (folder / "models.yaml").write_text(MODELS_YAML, encoding="utf-8")
-    return folder
+    return write_replay_world(folder, questions, outcomes, MODELS_YAML)
 
 
 @pytest.fixture
