@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from agentbalance.catalog import Catalog
+from agentbalance.mas import MAS, Agent, When
 from agentbalance.query import Query
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion
 
@@ -80,3 +81,10 @@ class ArithmeticTask:
 
     def score(self, query: Query, answer: str | None) -> bool | None:
         return None if query.answer is None else answer == query.answer
+
+
+def cascade_mas(roles: tuple[str, str, str], backbones: tuple[str, str, str], when: When = "disagree") -> MAS:
+    """Two answerers "a" and "b" feeding a decision agent "d" that runs `when` (a cascade by default)."""
+    agents = [Agent(id=i, role=r, backbone=b) for i, r, b in zip("ab", roles[:2], backbones[:2], strict=True)]
+    agents.append(Agent(id="d", role=roles[2], backbone=backbones[2], when=when))
+    return MAS(agents, [("a", "d"), ("b", "d")], "d")

@@ -57,7 +57,7 @@ from agentbalance.trained import TrainedController
 from agentbalance.worlds.base import Completion
 from agentbalance.worlds.simulated import SimulatedWorld
 from tests.conftest import REPO
-from tests.fakes import ScriptedWorld
+from tests.fakes import ScriptedWorld, cascade_mas
 
 EMBED = 16
 CATALOG = Catalog.load()
@@ -515,12 +515,8 @@ class SayingClient(EchoClient):
 
 def cascade(when: str = "disagree") -> MAS:
     """Two answerers on different backbones -> a conditional decision agent on a third."""
-    agents = [
-        Agent(id="a", role="researcher", backbone="qwen3-8b"),
-        Agent(id="b", role="calculator", backbone="qwen3-30b-a3b"),
-        Agent(id="d", role="final_answerer", backbone="qwen3-235b-a22b", when=when),  # type: ignore[arg-type]
-    ]
-    return MAS(agents, [("a", "d"), ("b", "d")], "d")
+    roles = ("researcher", "calculator", "final_answerer")
+    return cascade_mas(roles, ("qwen3-8b", "qwen3-30b-a3b", "qwen3-235b-a22b"), when)  # type: ignore[arg-type]
 
 
 def run_exported(mas: MAS, clients: Mapping[str, ChatCompletionClient], tmp_path: Path) -> BaseChatMessage:

@@ -15,7 +15,7 @@ from agentbalance.runtime.execution import AGREED, VOTED
 from agentbalance.runtime.runner import Caps, Runner
 from agentbalance.runtime.trace import Trace
 from agentbalance.tasks.formats import EXACT, MATH, MCQ, NUMBER, PROGRAM
-from tests.fakes import ScriptedWorld
+from tests.fakes import ScriptedWorld, cascade_mas
 
 ROLES = RoleSet.load("math")
 CATALOG = Catalog.load()
@@ -24,12 +24,8 @@ QUERY = Query(id="q1", question="What is 2 + 2?", answer="4", domain="math")
 
 def cascade(when: str = "disagree") -> MAS:
     """Two cheap answerers; the decision agent on a strong backbone runs only when they disagree."""
-    agents = [
-        Agent(id="a", role="Mathematician", backbone="qwen3-1.7b"),
-        Agent(id="b", role="Algebra Specialist", backbone="qwen3-8b"),
-        Agent(id="d", role="Decision Maker", backbone="qwen3-235b-a22b", when=when),  # type: ignore[arg-type]
-    ]
-    return MAS(agents, [("a", "d"), ("b", "d")], "d")
+    roles = ("Mathematician", "Algebra Specialist", "Decision Maker")
+    return cascade_mas(roles, ("qwen3-1.7b", "qwen3-8b", "qwen3-235b-a22b"), when)  # type: ignore[arg-type]
 
 
 def run(

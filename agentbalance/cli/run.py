@@ -116,15 +116,8 @@ def run(
         raise AgentBalanceError("give either --mas FILE.json or --model RUN_FOLDER (exactly one)")
     loaded_catalog = Catalog.load(catalog) if catalog is not None else None
     loaded_task = _load_task(task, data, limit, seed, question, input_path)
-    live = LiveOptions(
-        base_url,
-        cache_dir,
-        not no_cache,
-        timeout,
-        concurrency,
-        loaded_task.parse if loaded_task else None,
-        api_key_file=api_key_file,
-    )
+    parse = loaded_task.parse if loaded_task else None
+    live = LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, parse, api_key_file=api_key_file)
     world = open_world(world_spec, loaded_catalog, seed=seed, live=live)
     from agentbalance.experiment import task_roles
 

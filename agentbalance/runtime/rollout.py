@@ -36,16 +36,10 @@ def rollout_execution(
     return execution
 
 
-def rollout(
-    world: SyncWorld,
-    roles: RoleSet,
-    mas: MAS,
-    query: Query,
-    grader: Grader | None = None,
-    same_answer: SameAnswer = same_recorded_answer,
-) -> Outcome:
-    """What training needs from one run of `mas` on `query` (latency: the modelled critical path)."""
-    return rollout_execution(world, roles, mas, query, same_answer).outcome(grader)
+def rollout(world: SyncWorld, roles: RoleSet, mas: MAS, query: Query) -> Outcome:
+    """What training needs from one run of `mas` on `query` (latency: the modelled critical path; graded by
+    the world, answers compared as the world's canonical answers)."""
+    return rollout_execution(world, roles, mas, query).outcome()
 
 
 def execute(
@@ -60,7 +54,7 @@ def execute(
     all pairs concurrently under one limit; graded by the one rule (`execution.grade`), answers compared
     by `same_answer` (the task's rule)."""
     if isinstance(world, SyncWorld):
-        return [rollout(world, roles, mas, query, grader, same_answer) for mas, query in pairs]
+        return [rollout_execution(world, roles, mas, q, same_answer).outcome(grader) for mas, q in pairs]
     from agentbalance.runtime.runner import Runner
 
     runner = Runner(world, roles, concurrency=concurrency, grader=grader, same_answer=same_answer)
