@@ -256,25 +256,22 @@ class Execution:
 
     def skip(self, agent_id: str, skip: Skip) -> list[str]:
         """Fold in a skipped agent (no cost, no time); returns the agents it makes ready."""
-        ready = self.finish(agent_id, AgentResult(skip.output, skipped=skip.reason))
-        if skip.output is not None and skip.vouched_by is not None:
-            role, _ = self._role_and_backbone(agent_id)
-            self._delivered[agent_id] = Upstream(agent_id, role, skip.vouched_by, skip.output)
-        return ready
+        return self.finish(agent_id, AgentResult(skip.output, skipped=skip.reason), skip.vouched_by)
 
-    def finish(self, agent_id: str, result: AgentResult) -> list[str]:
+    def finish(self, agent_id: str, result: AgentResult, vouched_by: Backbone | None = None) -> list[str]:
         """Fold in a finished (or skipped) agent; returns the agents whose last input it was (ready to decide).
-        Its completion (a skip's output) is what its successors receive; a conditional agent whose call
-        failed passes on its inputs' vote instead."""
+        Its completion (a skip's output) is what its successors receive, carrying `vouched_by`'s reliability
+        (default: the agent's own backbone); a conditional agent whose call failed passes on its inputs' vote."""
         if agent_id in self.results:
             raise AgentBalanceError(f"agent {agent_id!r} of {self.mas!r} finished twice")
-        if result.completion is not None:
-            self._delivered[agent_id] = Upstream(agent_id, *self._role_and_backbone(agent_id), result.completion)
-        elif result.error is not None and self.mas.agent(agent_id).conditional:
+        passed_on = result.completion
+        if passed_on is None and result.error is not None and self.mas.agent(agent_id).conditional:
             fallback = self._vote(agent_id)
             if fallback is not None:
-                role, _ = self._role_and_backbone(agent_id)
-                self._delivered[agent_id] = Upstream(agent_id, role, fallback.backbone, _free(fallback.completion))
+                passed_on, vouched_by = _free(fallback.completion), fallback.backbone
+        if passed_on is not None:
+            role, backbone = self._role_and_backbone(agent_id)
+            self._delivered[agent_id] = Upstream(agent_id, role, vouched_by or backbone, passed_on)
         self.results[agent_id] = result
         self.spent_usd += result.cost_usd
         self._finished_at[agent_id] = self.start_s(agent_id) + (0.0 if result.skipped else result.latency_s)

@@ -75,7 +75,7 @@ class CascadeStyle:
     name = "cascade-style"
 
     def __init__(self) -> None:
-        self._measured: dict[int, dict[str, Cascade]] = {}  # per experiment: settings and fits share one measurement
+        self._measured: tuple[Experiment, dict[str, Cascade]] | None = None  # the experiment last measured for
 
     def settings(self, experiment: Experiment, points: int) -> list[str]:
         if points < 1:
@@ -85,21 +85,21 @@ class CascadeStyle:
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
         measured = self.measured(experiment)
         if setting not in measured:
-            raise AgentBalanceError(
-                f"{self.name}: {setting!r} is not a cascade of this catalog; known: e.g. {next(iter(measured))}"
-            )
+            known = next(iter(measured))
+            raise AgentBalanceError(f"{self.name}: {setting!r} is not a cascade of this catalog; known: e.g. {known}")
         return same_mas_for_every_query(measured[setting].mas)
 
     def measured(self, experiment: Experiment) -> dict[str, Cascade]:
-        """Every cascade of the catalog with its validation results, measured once per experiment."""
-        if id(experiment) not in self._measured:
-            cascades = all_cascades(experiment)
-            if not cascades:
-                raise AgentBalanceError(
-                    f"{self.name}: the catalog has no cascade (it needs a backbone stronger alone than two others)"
-                )
-            val = experiment.splits.val
-            self._measured[id(experiment)] = {
-                name: Cascade(name, mas, measure(experiment, [mas] * len(val), val)) for name, mas in cascades
-            }
-        return self._measured[id(experiment)]
+        """Every cascade of the catalog with its validation results, measured once per experiment (a sweep
+        asks for its settings, then fits each)."""
+        if self._measured is not None and self._measured[0] is experiment:
+            return self._measured[1]
+        cascades = all_cascades(experiment)
+        if not cascades:
+            raise AgentBalanceError(
+                f"{self.name}: the catalog has no cascade (it needs a backbone stronger alone than two others)"
+            )
+        val = experiment.splits.val
+        measured = {name: Cascade(name, mas, measure(experiment, [mas] * len(val), val)) for name, mas in cascades}
+        self._measured = (experiment, measured)
+        return measured
