@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from agentbalance.catalog import Catalog
@@ -17,7 +18,7 @@ from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerCatalogs, ControllerContext
-from agentbalance.pooling import PoolingResult, build_pools
+from agentbalance.pooling import AloneOnTraining, PoolingResult, build_pools, complementary_backbones
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import Grader, Outcome, execute
@@ -40,6 +41,7 @@ class ExperimentSpec:
     data: str | None = None
     limit: int | None = None
     live: LiveOptions | None = None
+    complements: bool = True  # pool dominated backbones whose cascades pay on the training split (free worlds)
     seed: int = 0
 
 
@@ -82,6 +84,41 @@ def experiment_splits(spec: ExperimentSpec, world: World, task: Task | None) -> 
     return world_splits(world, spec.sizes, seed=spec.seed)
 
 
+def experiment_pools(
+    spec: ExperimentSpec,
+    world: World,
+    catalogs: ControllerCatalogs,
+    roles: RoleSet,
+    train: Sequence[Query],
+    grader: Grader | None,
+    same_answer: SameAnswer,
+) -> PoolingResult:
+    """The Pareto-kept backbones and, where calls are free (simulated, replay), the dominated ones whose
+    cascades raise the training split's frontier (`complementary_backbones`), pooled by k-medoids. A live
+    world is never asked: every dominated backbone would cost a call per training question."""
+    pools = build_pools(catalogs.pooled, k=spec.pools, seed=spec.seed)
+    if not spec.complements or not isinstance(world, SyncWorld) or not pools.dominated_by:
+        return pools
+    names = list(catalogs.pooled.names)
+    decision = roles.decision.name
+    pairs = [(MAS.single(decision, name), query) for name in names for query in train]
+    outcomes = execute(world, roles, pairs, grader, same_answer=same_answer)
+    n = len(train)
+    alone = {
+        name: AloneOnTraining(
+            [o.answer or None for o in outcomes[i * n : (i + 1) * n]],
+            np.array([bool(o.correct) for o in outcomes[i * n : (i + 1) * n]]),
+            np.array([o.cost_usd for o in outcomes[i * n : (i + 1) * n]]),
+            np.array([o.latency_s for o in outcomes[i * n : (i + 1) * n]]),
+        )
+        for i, name in enumerate(names)
+    }
+    complements = complementary_backbones(alone, pools.kept, train, same_answer)
+    if not complements:
+        return pools
+    return build_pools(catalogs.pooled, k=spec.pools, seed=spec.seed, complements=complements)
+
+
 def embed_queries(encoder: TextEncoder, queries: Sequence[Query]) -> dict[str, torch.Tensor]:
     """Query embeddings by id (the controller sees the rendered question and choices, nothing else)."""
     vectors = encoder.encode([q.render() for q in queries])
@@ -113,10 +150,12 @@ class Experiment:
         on_stage("loading the world and building pools")
         world, catalogs, default_roles, task = resolve_world(spec)
         roles = roles or default_roles
-        pools = build_pools(catalogs.pooled, k=spec.pools, seed=spec.seed)
+        splits = experiment_splits(spec, world, task)
+        grader = task.score if task is not None else None
+        same_answer = task.same_answer if task is not None else same_recorded_answer
+        pools = experiment_pools(spec, world, catalogs, roles, splits.train, grader, same_answer)
         encoder = TextEncoder()
         context = ControllerContext.build(catalogs.described, pools, roles, encoder)
-        splits = experiment_splits(spec, world, task)
         on_stage("embedding the questions")
         embeddings = embed_queries(encoder, splits.train + splits.val + splits.test)
         return cls(world, catalogs, roles, task, pools, context, splits, embeddings, encoder, spec.seed)

@@ -1,6 +1,8 @@
 """Paper §3.1.1: keep the 3-D Pareto-optimal backbones and group them into cost-tier pools by k-medoids.
 
 Pure functions of the triples (Perf, TokCost, Lat): no LLM calls, no randomness beyond the given seed.
+Beyond the paper, a dominated backbone may join the pools as a *complement* (`complementary_backbones`):
+its errors differ from the others', so an agreement cascade with it pays although it loses alone.
 k-medoids comes from the maintained `kmedoids` package (FasterPAM), not scikit-learn-extra, whose
 KMedoids is unmaintained and whose wheel does not import with numpy 2.
 """
@@ -8,7 +10,7 @@ KMedoids is unmaintained and whose wheel does not import with numpy 2.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +20,9 @@ import pandas as pd
 
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
+from agentbalance.query import Query
+
+SameAnswer = Callable[[Query, str, str], bool]  # whether two parsed answers are one (worlds.base.SameAnswer)
 
 DEFAULT_POOL_COUNT = 4
 
@@ -62,6 +67,7 @@ class PoolingResult:
     dominated_by: dict[str, list[str]]  # dropped backbone -> every backbone that dominates it
     pools: list[list[str]]  # cheapest tier first; members by increasing TokCost
     medoids: list[str]  # one per pool, same order
+    complements: list[str] = dataclasses.field(default_factory=list)  # dominated, but kept for their cascades
 
     def pool_of(self, name: str) -> int:
         for index, members in enumerate(self.pools):
@@ -74,7 +80,12 @@ class PoolingResult:
         return {
             "benchmarks": self.benchmarks,
             "kept": self.kept,
-            "dropped": [{"name": name, "dominated_by": by} for name, by in self.dominated_by.items()],
+            "dropped": [
+                {"name": name, "dominated_by": by}
+                for name, by in self.dominated_by.items()
+                if name not in self.complements
+            ],
+            "complements": self.complements,
             "pools": self.pools,
             "medoids": self.medoids,
             "backbones": [
@@ -144,20 +155,116 @@ def pool_backbones(triples: pd.DataFrame, k: int | None = None, seed: int = 0) -
 
 
 def build_pools(
-    catalog: Catalog, k: int | None = None, seed: int = 0, benchmarks: Sequence[str] | None = None
+    catalog: Catalog,
+    k: int | None = None,
+    seed: int = 0,
+    benchmarks: Sequence[str] | None = None,
+    complements: Sequence[str] = (),
 ) -> PoolingResult:
-    """Pareto-filter the catalog on its derived triples, then pool the survivors by k-medoids."""
+    """Pareto-filter the catalog on its derived triples, then pool the survivors by k-medoids; `complements`
+    (dominated backbones chosen by `complementary_backbones`) are pooled with the survivors."""
     used = catalog.resolve_benchmarks(benchmarks)
     triples = catalog.triples(used)
     dominance = dominance_matrix(triples["perf"], triples["tok_cost"], triples["lat"])
-    kept_mask = ~dominance.any(axis=0)
     names = list(triples.index)
+    unknown = sorted(set(complements) - set(names))
+    if unknown:
+        raise AgentBalanceError(f"{catalog.source}: complements {unknown} are not backbones of the catalog")
+    kept_mask = ~dominance.any(axis=0) | np.isin(names, list(complements))
     kept = [name for name, keep in zip(names, kept_mask, strict=True) if keep]
-    dominated_by = {names[j]: [names[i] for i in np.flatnonzero(dominance[:, j])] for j in np.flatnonzero(~kept_mask)}
+    dominated_by = {
+        names[j]: [names[i] for i in np.flatnonzero(dominance[:, j])] for j in np.flatnonzero(dominance.any(axis=0))
+    }
     pools, medoids = pool_backbones(triples.loc[kept], k=k, seed=seed)
     pool_index = {name: index for index, members in enumerate(pools) for name in members}
     triples = triples.assign(kept=kept_mask, pool=[pool_index.get(name, -1) for name in names])
-    return PoolingResult(triples, used, kept, dominated_by, pools, medoids)
+    ordered = [name for name in names if name in set(complements)]
+    return PoolingResult(triples, used, kept, dominated_by, pools, medoids, ordered)
+
+
+@dataclass(frozen=True)
+class AloneOnTraining:
+    """One backbone alone on each training question: its answer, whether it is right, its cost and latency."""
+
+    answers: Sequence[str | None]
+    correct: np.ndarray  # [N] bool
+    cost: np.ndarray  # [N] USD
+    latency: np.ndarray  # [N] seconds
+
+
+def cascade_estimate(
+    first: AloneOnTraining,
+    second: AloneOnTraining,
+    escalation: AloneOnTraining,
+    questions: Sequence[Query],
+    same: SameAnswer,
+) -> tuple[float, float, float]:
+    """(Perf, mean cost, mean latency) of the cascade first + second -> escalation, estimated from the three
+    backbones alone: where the two agree their answer stands, else the escalation's does. It ignores how a
+    note or a role changes an answer; it only decides which backbones are worth pooling."""
+    pairs = zip(questions, first.answers, second.answers, strict=True)
+    agree = np.array([a is not None and b is not None and same(q, a, b) for q, a, b in pairs])
+    correct = np.where(agree, first.correct, escalation.correct)
+    cost = first.cost + second.cost + np.where(agree, 0.0, escalation.cost)
+    latency = np.maximum(first.latency, second.latency) + np.where(agree, 0.0, escalation.latency)
+    return float(correct.mean()), float(cost.mean()), float(latency.mean())
+
+
+def complementary_backbones(
+    alone: Mapping[str, AloneOnTraining],
+    kept: Sequence[str],
+    questions: Sequence[Query],
+    same: SameAnswer,
+    z: float = 1.0,
+) -> list[str]:
+    """The dominated backbones (in `alone`, not in `kept`) worth pooling for their cascades, chosen greedily
+    on the training questions: each round adds the one whose best cascade (as an answerer or as the
+    escalation) lifts the Perf-TokCost frontier of the singles and cascades over the backbones chosen so
+    far by the most, if by more than `z` standard errors of Perf. Two dominated backbones can thus pay
+    together (the second joins once the first is in)."""
+
+    def point(mas: tuple[str, ...]) -> tuple[float, float]:
+        if len(mas) == 1:
+            run = alone[mas[0]]
+            return float(run.correct.mean()), float(run.cost.mean())
+        perf, cost, _ = cascade_estimate(alone[mas[0]], alone[mas[1]], alone[mas[2]], questions, same)
+        return perf, cost
+
+    accuracy = {name: float(run.correct.mean()) for name, run in alone.items()}
+
+    def cascades_with(candidate: str, others: Sequence[str]) -> list[tuple[str, str, str]]:
+        """Every cascade of `others` plus `candidate` in which the candidate takes part."""
+        names = [*others, candidate]
+        return [
+            (a, b, c)
+            for i, a in enumerate(names)
+            for b in names[i + 1 :]
+            for c in names
+            if candidate in (a, b, c) and accuracy[c] > max(accuracy[a], accuracy[b])
+        ]
+
+    chosen = [name for name in kept if name in alone]
+    frontier = [point((name,)) for name in chosen]
+    for i, name in enumerate(chosen):
+        frontier += [point(mas) for mas in cascades_with(name, chosen[:i])]
+    candidates = sorted(name for name in alone if name not in chosen)
+    complements: list[str] = []
+
+    def lift(perf: float, cost: float) -> float:
+        best_at_cost = max((p for p, c in frontier if c <= cost), default=0.0)
+        return perf - best_at_cost - z * float(np.sqrt(max(perf * (1 - perf), 1e-12) / max(len(questions), 1)))
+
+    while candidates:
+        points = {name: [point(mas) for mas in cascades_with(name, chosen)] for name in candidates}
+        gains = {name: max((lift(*p) for p in points[name]), default=0.0) for name in candidates}
+        best = max(candidates, key=lambda name: (gains[name], name))
+        if gains[best] <= 0:
+            break
+        complements.append(best)
+        chosen.append(best)
+        candidates.remove(best)
+        frontier += [point((best,)), *points[best]]
+    return complements
 
 
 def random_pools(result: PoolingResult, seed: int) -> PoolingResult:

@@ -5,6 +5,7 @@ when it wins on validation by more than one standard error."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +20,8 @@ from agentbalance.mas import MAS
 from agentbalance.policy.condition import budget_condition, conditions
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.runtime.rollout import Outcome
-from agentbalance.templates import topology_mas
-from agentbalance.train.anchor import ANCHOR_TOPOLOGIES
+from agentbalance.templates import cascade_mas, topology_mas, vote_mas
+from agentbalance.train.anchor import ANCHOR_TOPOLOGIES, anchor_templates
 from agentbalance.train.budget_targeting import best_delta, budget_preference, selection_key, spend_slack, sweep_delta
 from agentbalance.train.build import BuildSpec, build, train_on
 from agentbalance.train.config import TrainConfig
@@ -37,9 +38,19 @@ def _trainer(experiment: Experiment, budgets: BudgetRange | Budget, config: Trai
 
 def _templates(experiment: Experiment) -> list[MAS]:
     decision = experiment.roles.decision.name
-    return [MAS.single(decision, name) for name in experiment.kept] + [
-        topology_mas(kind, experiment.roles, name) for kind in ANCHOR_TOPOLOGIES for name in experiment.kept
+    perf = experiment.pools.triples["perf"]
+    kept = experiment.kept
+    cascades = [
+        cascade_mas(experiment.roles, (a, b), c)
+        for a, b in itertools.combinations_with_replacement(kept, 2)
+        for c in kept
+        if perf[c] > max(perf[a], perf[b])
     ]
+    return (
+        [MAS.single(decision, name) for name in kept]
+        + [topology_mas(kind, experiment.roles, name) for kind in ANCHOR_TOPOLOGIES for name in kept]
+        + cascades
+    )
 
 
 def _best_fitting_template(experiment: Experiment, budget: Budget) -> MAS:
@@ -57,7 +68,7 @@ def _shape(mas: MAS) -> tuple[object, ...]:
     """A MAS up to agent ids: who (role, backbone) feeds whom, and who decides."""
     role = {agent.id: agent.role for agent in mas.agents}
     edges = frozenset((role[a], role[b]) for a, b in mas.edges)
-    return frozenset((a.role, a.backbone) for a in mas.agents), edges, role[mas.decision]
+    return frozenset((a.role, a.backbone, a.when) for a in mas.agents), edges, role[mas.decision]
 
 
 @pytest.mark.parametrize("kind", ["single", *ANCHOR_TOPOLOGIES])
@@ -72,11 +83,29 @@ def test_every_anchor_template_is_a_decision_of_the_controller(small_experiment,
         assert torch.isfinite(step.log_prob).all()
 
 
+def test_every_cascade_template_is_a_decision_of_the_controller(small_experiment) -> None:
+    """Cheap answerers from any pools escalating to a stronger backbone: the controller builds each one."""
+    controller = Controller(small_experiment.context)
+    run = TrainingRun.of(small_experiment, controller, Budget(tok=1.0), TrainConfig())
+    cascades = [mas for mas in anchor_templates(run) if mas.conditional]
+    pools = {small_experiment.pools.pool_of(a.backbone) for mas in cascades for a in mas.agents[:-1]}
+    assert len(cascades) >= len(small_experiment.kept) and len(pools) > 1
+    decisions = controller.decisions_of(cascades)
+    assert [_shape(built) for built in controller.to_masses(decisions)] == [_shape(mas) for mas in cascades]
+    queries = small_experiment.splits.val[:1] * len(cascades)
+    step = controller(small_experiment.embed(queries), mode="given", given=decisions)
+    assert torch.isfinite(step.log_prob).all()
+    assert bool(decisions.conditional.any(dim=1).all())
+
+
 def test_a_mas_the_controller_cannot_construct_is_refused_with_the_reason(small_experiment) -> None:
     controller = Controller(small_experiment.context)
     complete = topology_mas("complete", small_experiment.roles, small_experiment.kept[0])
     with pytest.raises(AgentBalanceError, match="other than the sinks feed the decision agent"):
         controller.decisions_of([complete])
+    vote = vote_mas(small_experiment.roles, small_experiment.kept[0], 3)
+    with pytest.raises(AgentBalanceError, match="vote agent"):
+        controller.decisions_of([vote])
     unknown = MAS.single(small_experiment.roles.decision.name, "no-such-model")
     with pytest.raises(AgentBalanceError, match="backbone 'no-such-model'"):
         controller.decisions_of([unknown])

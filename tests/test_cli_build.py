@@ -59,7 +59,7 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     }
     assert set(result) == keys
     assert result["split"] == "test" and result["n"] == 12 and result["budget_tok"] == 0.5
-    assert result["escalation_rate"] == 0.0  # the controller builds no conditional agent yet
+    assert 0.0 <= result["escalation_rate"] <= 1.0  # the share of test queries whose conditional agent ran
     return folder / "run"
 
 

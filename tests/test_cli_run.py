@@ -133,3 +133,28 @@ def test_a_malformed_replay_folder_is_one_clear_error_line(tmp_path: Path, repla
     assert done.returncode == 2 and "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "outcomes.csv.gz" in lines[0], done.stderr
+
+
+def test_runs_table_marks_a_skipped_and_an_escalated_conditional_agent(tmp_path: Path, replay_folder: Path) -> None:
+    """A cascade alpha + beta -> gamma: on q00 both are right (gamma is skipped), on q05 alpha errs (gamma runs)."""
+    mas = write_json(
+        tmp_path / "cascade.json",
+        {
+            "agents": [
+                {"id": "s1", "role": "Scientist", "backbone": "alpha"},
+                {"id": "s2", "role": "Historian", "backbone": "beta"},
+                {"id": "d", "role": "Decision Maker", "backbone": "gamma", "when": "disagree"},
+            ],
+            "edges": [["s1", "d"], ["s2", "d"]],
+            "decision": "d",
+        },
+    )
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "q00"}\n{"id": "q05"}\n', encoding="utf-8")
+    done = agentbalance("run", "--mas", str(mas), "--world", f"replay:{replay_folder}", "--input", str(queries),
+                        cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.split("query q05")
+    assert "inputs agreed" in first and "ran: inputs disagreed" not in first
+    assert "ran: inputs disagreed" in second and "escalated: inputs disagreed" in second
+    assert "escalated 50%" in second

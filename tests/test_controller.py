@@ -8,7 +8,7 @@ import math
 import torch
 
 from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
-from agentbalance.policy.controller import Controller, ControllerConfig, Decisions
+from agentbalance.policy.controller import Controller, ControllerConfig, Decisions, Step
 from agentbalance.policy.topology import TopologyChoice
 
 EMBED = 16
@@ -41,46 +41,81 @@ def tiny_controller(seed: int = 0) -> Controller:
 
 
 def every_decision(context: ControllerContext) -> list[Decisions]:
-    """All decision vectors of the tiny case: pool, backbones in the pool, gates, canonical order, hops, edges."""
+    """All decision vectors of the tiny case: pool, the decision agent's backbone in it, any backbone for the
+    other roles (each from a pool of its own), gates, canonical order, hops, edges, and the flags of every
+    kept agent with two or more inputs."""
     roles, decision = context.role_count, context.decision_index
     gated = [r for r in range(roles) if r != decision]
     result = []
     for pool in range(context.pool_count):
         members = [m for m in range(context.backbone_count) if int(context.pool_of_backbone[m]) == pool]
-        for backbones in itertools.product(members, repeat=roles):
-            for gates in itertools.product([False, True], repeat=len(gated)):
-                kept = [r for r, g in zip(gated, gates, strict=True) if g]
-                for order in itertools.permutations(kept):
-                    tail = sorted(set(range(roles)) - set(order))
-                    full_order = list(order) + tail
-                    for hops in range(1, max(len(kept), 1) + 1):
+        for helper_backbones in itertools.product(range(context.backbone_count), repeat=roles - 1):
+            for decision_backbone in members:
+                backbones = [*helper_backbones[:decision], decision_backbone, *helper_backbones[decision:]]
+                for gates in itertools.product([False, True], repeat=len(gated)):
+                    kept = [r for r, g in zip(gated, gates, strict=True) if g]
+                    keep = torch.ones(1, roles, dtype=torch.bool)
+                    for r, g in zip(gated, gates, strict=True):
+                        keep[0, r] = g
+                    for order in itertools.permutations(kept):
+                        full_order = list(order) + sorted(set(range(roles)) - set(order))
                         pairs = [(order[i], order[j]) for j in range(len(order)) for i in range(j)]
-                        for chosen in itertools.product([False, True], repeat=len(pairs)):
-                            edges = torch.zeros(1, roles, roles, dtype=torch.bool)
-                            for (i, j), take in zip(pairs, chosen, strict=True):
-                                edges[0, i, j] = take
-                            keep = torch.ones(1, roles, dtype=torch.bool)
-                            for r, g in zip(gated, gates, strict=True):
-                                keep[0, r] = g
-                            topology = TopologyChoice(
-                                torch.tensor([full_order]),
-                                torch.tensor([hops]),
-                                edges,
-                                torch.zeros(1),
-                                torch.zeros(1),
-                                torch.zeros(1),
-                            )
-                            result.append(Decisions(torch.tensor([pool]), torch.tensor([backbones]), keep, topology))
+                        for hops in range(1, max(len(kept), 1) + 1):
+                            for chosen in itertools.product([False, True], repeat=len(pairs)):
+                                edges = torch.zeros(1, roles, roles, dtype=torch.bool)
+                                for (i, j), take in zip(pairs, chosen, strict=True):
+                                    edges[0, i, j] = take
+                                topology = TopologyChoice(
+                                    torch.tensor([full_order]),
+                                    torch.tensor([hops]),
+                                    edges,
+                                    torch.zeros(1),
+                                    torch.zeros(1),
+                                    torch.zeros(1),
+                                )
+                                eligible = _with_two_inputs(edges[0], kept, decision)
+                                for flags in itertools.product([False, True], repeat=len(eligible)):
+                                    conditional = torch.zeros(1, roles, dtype=torch.bool)
+                                    for r, flag in zip(eligible, flags, strict=True):
+                                        conditional[0, r] = flag
+                                    result.append(
+                                        Decisions(
+                                            torch.tensor([pool]), torch.tensor([backbones]), keep, topology, conditional
+                                        )
+                                    )
     return result
+
+
+def stacked(decisions: list[Decisions]) -> Decisions:
+    """Many single-query decision vectors as one batch, scored in one forward pass."""
+    topologies = [d.topology for d in decisions]
+    return Decisions(
+        torch.cat([d.pool for d in decisions]),
+        torch.cat([d.backbones for d in decisions]),
+        torch.cat([d.keep for d in decisions]),
+        TopologyChoice(*(torch.cat([getattr(t, f) for t in topologies]) for f in TopologyChoice.__dataclass_fields__)),
+        torch.cat([d.conditional for d in decisions]),
+    )
+
+
+def score_every_decision(controller: Controller, query: torch.Tensor) -> tuple[list[Decisions], Step]:
+    """Every decision vector of the tiny case and one given-mode pass that scores them all for `query`."""
+    decisions = every_decision(controller.context)
+    return decisions, controller(query.expand(len(decisions), -1), mode="given", given=stacked(decisions))
+
+
+def _with_two_inputs(edges: torch.Tensor, kept: list[int], decision: int) -> list[int]:
+    """The kept agents with at least two inputs, counting the implied edges of every sink into the decision agent."""
+    sinks = [r for r in kept if not any(bool(edges[r, j]) for j in kept)]
+    inputs = {j: sum(bool(edges[i, j]) for i in kept) for j in kept}
+    inputs[decision] = len(sinks)
+    return [r for r, count in inputs.items() if count >= 2]
 
 
 def test_log_probabilities_of_all_decision_vectors_sum_to_one() -> None:
     controller = tiny_controller()
-    query = torch.randn(1, EMBED)
-    total = 0.0
-    for decisions in every_decision(controller.context):
-        step = controller(query, mode="given", given=decisions)
-        total += math.exp(float(step.log_prob.detach()))
+    _, step = score_every_decision(controller, torch.randn(1, EMBED))
+    total = float(step.log_prob.detach().double().exp().sum())
     assert abs(total - 1.0) < 1e-4
 
 
@@ -107,9 +142,10 @@ def test_sampling_frequencies_match_the_probabilities() -> None:
     # the most frequent MAS: its frequency matches the probability of its decision vector(s)
     top_key, top_count = max(counts.items(), key=lambda item: item[1])
     probability = 0.0
-    for decisions in every_decision(controller.context):
-        if str(controller.to_mas(decisions, 0).to_json()) == top_key:
-            probability += math.exp(float(controller(query, mode="given", given=decisions).log_prob.detach()))
+    decisions, scored = score_every_decision(controller, query)  # its decisions add the implied sink edges
+    for index in range(len(decisions)):
+        if str(controller.to_mas(scored.decisions, index).to_json()) == top_key:
+            probability += math.exp(float(scored.log_prob[index].detach()))
     frequency = top_count / draws
     assert abs(frequency - probability) < 4 * math.sqrt(probability * (1 - probability) / draws) + 1e-3
 
@@ -144,8 +180,8 @@ def test_the_pool_cap_is_never_exceeded() -> None:
 def test_the_expected_chain_length_counts_the_agents_a_chain_can_span() -> None:
     """L_max = 1 + sum_k k pi_hop(k): 1 for the decision agent alone, between 2 and 1 + kept agents otherwise."""
     controller = tiny_controller()
-    for decisions in every_decision(controller.context):
-        step = controller(torch.randn(1, EMBED), mode="given", given=decisions)
-        kept = int(decisions.keep.sum()) - 1  # optional agents kept
-        length = float(step.expected_length)
+    decisions, step = score_every_decision(controller, torch.randn(1, EMBED))
+    for index, one in enumerate(decisions):
+        kept = int(one.keep.sum()) - 1  # optional agents kept
+        length = float(step.expected_length[index].detach())
         assert length == 1.0 if kept == 0 else 2.0 - 1e-6 <= length <= 1.0 + kept + 1e-6

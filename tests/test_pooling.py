@@ -10,7 +10,16 @@ from hypothesis import strategies as st
 
 from agentbalance.catalog import Backbone, Catalog
 from agentbalance.errors import AgentBalanceError
-from agentbalance.pooling import build_pools, dominance_matrix, pareto_front, pool_backbones
+from agentbalance.pooling import (
+    AloneOnTraining,
+    build_pools,
+    cascade_estimate,
+    complementary_backbones,
+    dominance_matrix,
+    pareto_front,
+    pool_backbones,
+)
+from agentbalance.query import Query
 
 
 def dominates(a: tuple[float, float, float], b: tuple[float, float, float]) -> bool:
@@ -154,3 +163,40 @@ def test_pool_backbones_groups_clear_clusters_together() -> None:
     pools, medoids = pool_backbones(triples, k=3, seed=0)
     assert pools == [["b0", "b1", "b2"], ["b3", "b4", "b5"], ["b6", "b7"]]
     assert medoids[0] == "b1" and medoids[1] == "b4"
+
+
+def _alone(right: range | list[int], cost: float, wrong_answer: str, questions: int = 400) -> AloneOnTraining:
+    """A backbone right on the questions in `right` ("A") and answering `wrong_answer`-<index> elsewhere."""
+    correct = np.isin(np.arange(questions), list(right))
+    answers = ["A" if ok else f"{wrong_answer}-{i}" for i, ok in enumerate(correct)]
+    return AloneOnTraining(answers, correct, np.full(questions, cost), np.ones(questions))
+
+
+def _same(query: Query, first: str, second: str) -> bool:
+    return first == second
+
+
+def test_a_dominated_backbone_with_complementary_errors_is_pooled_and_a_correlated_twin_is_not() -> None:
+    questions = [Query(id=f"q{i}", question="?") for i in range(400)]
+    cheap = _alone(range(300), 1.0, "x")  # 75%
+    strong = _alone(range(340), 10.0, "s")  # 85%, ten times the cost
+    complement = _alone([*range(280), *range(300, 320)], 1.5, "y")  # 75% too, but wrong elsewhere and differently
+    twin = _alone(range(300), 1.5, "x")  # the cheap one's errors, answer for answer
+    alone = {"cheap": cheap, "strong": strong, "complement": complement, "twin": twin}
+    # cheap + complement -> strong: they agree (and are right) on 70%, strong answers the rest: 85% at cost 5.5
+    perf, cost, _ = cascade_estimate(cheap, complement, strong, questions, _same)
+    assert perf == pytest.approx(0.85) and cost == pytest.approx(2.5 + 0.3 * 10)
+    assert complementary_backbones(alone, ["cheap", "strong"], questions, _same) == ["complement"]
+
+
+def test_complements_join_the_pools_and_are_reported() -> None:
+    catalog = make_catalog([(70.0, 3.0, 30.0), (50.0, 1.0, 8.0), (40.0, 2.0, 30.0)])
+    plain = build_pools(catalog, k=2)
+    assert "m2" not in plain.kept
+    result = build_pools(catalog, k=2, complements=["m2"])
+    assert "m2" in result.kept and result.complements == ["m2"]
+    result.pool_of("m2")  # in a pool
+    report = result.to_json()
+    assert report["complements"] == ["m2"] and all(row["name"] != "m2" for row in report["dropped"])
+    with pytest.raises(AgentBalanceError, match="not backbones of the catalog"):
+        build_pools(catalog, complements=["no-such"])

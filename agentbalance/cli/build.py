@@ -172,6 +172,14 @@ def build(
         )
     from agentbalance.trained import TrainedController
 
-    for mas in TrainedController.load(folder).construct_many(built.splits.test[:3]):
+    constructed = TrainedController.load(folder).construct_many(built.splits.test)
+    for mas in constructed[:3]:
         print_mas(console, mas, f"example {mas.query_id}")
+    cascades = [mas for mas in constructed if mas.conditional]
+    if cascades and not any(mas.conditional for mas in constructed[:3]):
+        print_mas(
+            console,
+            cascades[0],
+            f"example {cascades[0].query_id} ({len(cascades)} of {len(constructed)} test MAS are conditional)",
+        )
     console.print(f"wrote {folder} (controller.pt, config.json, metrics.json, training.png)", highlight=False)

@@ -50,7 +50,7 @@ def _roles_for(mas: MAS, roles: str | None, world: World) -> RoleSet:
     if isinstance(world, RecordedWorld):
         return RoleSet.load(world.default_roles)
     wanted = {agent.role for agent in mas.agents}
-    for domain in ("general", "math", "code"):
+    for domain in ("general", "math", "code", "mixed"):  # the domain libraries first, then the union of roles
         library = RoleSet.load(domain)
         if wanted <= set(library.names):
             return library

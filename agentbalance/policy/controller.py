@@ -1,7 +1,8 @@
 """The controller F_theta: composes the stages in the paper's order and is the only module that knows it.
 
-difficulty -> pool selection -> role-backbone matching -> agent representation -> gating -> topology.
-It returns decisions and their exact log-probability; it never executes anything.
+difficulty -> pool selection -> agent pools -> role-backbone matching -> agent representation -> gating
+-> topology -> escalation flags. It returns decisions and their exact log-probability; it never executes
+anything.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from torch import nn
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
+from agentbalance.policy.agent_pools import AgentPoolChoice
 from agentbalance.policy.condition import CONDITION_DIM
 from agentbalance.policy.context import ControllerContext
 from agentbalance.policy.difficulty import DifficultyEstimator
+from agentbalance.policy.escalation import EscalationFlags
 from agentbalance.policy.gating import AgentGating
 from agentbalance.policy.matching import RoleBackboneMatching
 from agentbalance.policy.representation import AgentRepresentation
@@ -59,10 +62,11 @@ class ControllerConfig:
 class Decisions:
     """Every sampled choice for a batch of queries (role-index space)."""
 
-    pool: torch.Tensor  # [B]
+    pool: torch.Tensor  # [B] the query's pool: the decision agent's (each other role's is its backbone's)
     backbones: torch.Tensor  # [B, R] backbone index per role
     keep: torch.Tensor  # [B, R] bool; the decision agent is always kept
     topology: TopologyChoice
+    conditional: torch.Tensor  # [B, R] bool: runs only when its inputs disagree (kept, >= 2 inputs)
 
     def row(self, index: int) -> Decisions:
         """Decisions of one query, still batched (B = 1)."""
@@ -78,6 +82,7 @@ class Decisions:
             TopologyChoice(
                 t.order[rows], t.hops[rows], t.edges[rows], t.log_prob[rows], t.entropy[rows], t.expected_length[rows]
             ),
+            self.conditional[rows],
         )
 
 
@@ -86,7 +91,7 @@ class Step:
     """One pass of the controller over a batch."""
 
     decisions: Decisions
-    log_prob: torch.Tensor  # [B] log p_sel + log p_match + log p_gate + log p_topo
+    log_prob: torch.Tensor  # [B] log p_sel + log p_pools + log p_match + log p_gate + log p_topo + log p_esc
     parts: dict[str, torch.Tensor] = field(default_factory=dict)  # each term, [B]
     entropy: torch.Tensor = field(default_factory=lambda: torch.zeros(0))  # [B]
     expected_length: torch.Tensor = field(default_factory=lambda: torch.zeros(0))  # [B] L_max
@@ -107,6 +112,9 @@ class Controller(nn.Module):
         self.representation = AgentRepresentation(c.embed_dim, c.hidden)
         self.gating = AgentGating(c.hidden, CONDITION_DIM)
         self.topology = LatencyAwareTopology(c.hidden, context.role_count, CONDITION_DIM)
+        # the stages beyond the paper come last, so the paper's stages start from the same weights as before
+        self.agent_pools = AgentPoolChoice(c.hidden)
+        self.escalation = EscalationFlags(c.hidden, CONDITION_DIM)
 
     def forward(
         self,
@@ -135,8 +143,17 @@ class Controller(nn.Module):
         )
         log_p_sel = pool_log_probs.gather(1, pool.unsqueeze(1)).squeeze(1)
 
+        role_vectors = self.matching.role_vectors(query_embeddings, difficulty, condition, ctx)
+        agent_pool_log_probs = self.agent_pools(role_vectors, pool, ctx, max_pool=c.max_pool)  # [B, R, P]
+        given_pools = None
+        if given is not None:
+            given_pools = ctx.pool_of_backbone[given.backbones]
+            given_pools[:, ctx.decision_index] = given.pool  # a decision backbone outside it: matching says -inf
+        role_pools = categorical(agent_pool_log_probs, mode, generator, given_pools)
+        log_p_pools = agent_pool_log_probs.gather(2, role_pools.unsqueeze(2)).squeeze(2).sum(1)
+
         vectors = self.matching.backbone_vectors(ctx)
-        match_log_probs = self.matching(query_embeddings, difficulty, condition, ctx, pool, vectors)  # [B, R, M]
+        match_log_probs = self.matching(role_vectors, vectors, role_pools, ctx)  # [B, R, M]
         match_log_probs, backbones = self._stage_choice(
             match_log_probs, "random-matching", mode, generator, given.backbones if given else None
         )
@@ -170,16 +187,36 @@ class Controller(nn.Module):
                 given.topology if given is not None else None,
                 generator,
             )
-        parts = {"selection": log_p_sel, "matching": log_p_match, "gating": log_p_gate, "topology": topology.log_prob}
+        escalation = self.escalation(
+            agents,
+            log_latency,
+            log_cost,
+            keep,
+            topology.edges,
+            condition,
+            mode,
+            given.conditional if given is not None else None,
+            generator,
+        )
+        parts = {
+            "selection": log_p_sel,
+            "agent_pools": log_p_pools,
+            "matching": log_p_match,
+            "gating": log_p_gate,
+            "topology": topology.log_prob,
+            "escalation": escalation.log_prob,
+        }
         entropy = (
             categorical_entropy(pool_log_probs)
+            + categorical_entropy(agent_pool_log_probs).sum(1)
             + categorical_entropy(match_log_probs).sum(1)
             + torch.where(gated, bernoulli_entropy(keep_logits), torch.zeros_like(keep_logits)).sum(1)
             + topology.entropy
+            + escalation.entropy
         )
         return Step(
-            decisions=Decisions(pool, backbones, keep, topology),
-            log_prob=log_p_sel + log_p_match + log_p_gate + topology.log_prob,
+            decisions=Decisions(pool, backbones, keep, topology, escalation.conditional),
+            log_prob=torch.stack(list(parts.values())).sum(0),
             parts=parts,
             entropy=entropy,
             expected_length=topology.expected_length,
@@ -226,25 +263,27 @@ class Controller(nn.Module):
     def decisions_of(self, masses: Sequence[MAS]) -> Decisions:
         """The decisions that construct each MAS (the inverse of `to_masses`), to score or imitate them.
 
-        A MAS is representable when it uses each role of the library at most once, backbones of one pool,
-        the decision agent last, and the controller's wiring rule: exactly the agents that feed no other
-        agent feed the decision agent (so chains, stars and layered graphs are; a complete graph is not).
-        Anything else raises AgentBalanceError saying why."""
+        A MAS is representable when it uses each role of the library at most once, the decision agent
+        last, no vote agent (`when="never"`), and the controller's wiring rule: exactly the agents that
+        feed no other agent feed the decision agent (so chains, stars, layered graphs and cascades are; a
+        complete graph is not). Any backbone may serve any role (the query's pool is the decision
+        agent's). Anything else raises AgentBalanceError saying why."""
         ctx = self.context
         roles, decision = ctx.role_count, ctx.decision_index
-        pools, backbones, keeps, orders, hops = [], [], [], [], []
+        pools, backbones, keeps, orders, hops, conditionals = [], [], [], [], [], []
         edges = torch.zeros(len(masses), roles, roles, dtype=torch.bool)
         for row, mas in enumerate(masses):
             role_of = {agent.id: _index_of(ctx.role_names, agent.role, "role") for agent in mas.agents}
             if len(set(role_of.values())) != len(role_of) or role_of[mas.decision] != decision:
                 raise AgentBalanceError(f"{mas!r}: not one agent per role with the decision role deciding")
+            if any(agent.when == "never" for agent in mas.agents):
+                raise AgentBalanceError(f"{mas!r}: a vote agent (when=never) is not a decision the controller makes")
             chosen = [_index_of(ctx.backbone_names, agent.backbone, "backbone") for agent in mas.agents]
-            pool = int(ctx.pool_of_backbone[chosen[-1]])
-            if any(int(ctx.pool_of_backbone[m]) != pool for m in chosen):
-                raise AgentBalanceError(f"{mas!r}: its backbones are not all of one pool")
             backbone_row = [chosen[-1]] * roles
+            conditional_row = [False] * roles
             for agent, m in zip(mas.agents, chosen, strict=True):
                 backbone_row[role_of[agent.id]] = m
+                conditional_row[role_of[agent.id]] = agent.conditional
             layer: dict[str, int] = {}
             for agent_id in mas.topological_order():
                 layer[agent_id] = 1 + max((layer[p] for p in mas.predecessors(agent_id)), default=0)
@@ -254,11 +293,12 @@ class Controller(nn.Module):
             if sinks != set(mas.predecessors(mas.decision)):
                 raise AgentBalanceError(f"{mas!r}: agents other than the sinks feed the decision agent")
             kept = [role_of[a] for a in mas.topological_order() if a != mas.decision]
-            pools.append(pool)
+            pools.append(int(ctx.pool_of_backbone[backbone_row[decision]]))
             backbones.append(backbone_row)
             keeps.append([r in kept or r == decision for r in range(roles)])
             orders.append(kept + [r for r in range(roles) if r not in kept])
             hops.append(max([layer[a] for a in role_of if a != mas.decision], default=1))
+            conditionals.append(conditional_row)
         count = len(masses)
         zeros = torch.zeros(count)
         return Decisions(
@@ -266,6 +306,7 @@ class Controller(nn.Module):
             torch.tensor(backbones),
             torch.tensor(keeps),
             TopologyChoice(torch.tensor(orders), torch.tensor(hops), edges, zeros, zeros, zeros),
+            torch.tensor(conditionals, dtype=torch.bool).view(count, roles),
         )
 
     def to_mas(self, decisions: Decisions, index: int, query_id: str | None = None) -> MAS:
@@ -281,19 +322,25 @@ class Controller(nn.Module):
         decision = ctx.decision_index
         pools, keeps = decisions.pool.tolist(), decisions.keep.tolist()
         orders, backbones = decisions.topology.order.tolist(), decisions.backbones.tolist()
-        edge_rows = decisions.topology.edges.tolist()
+        edge_rows, conditional_rows = decisions.topology.edges.tolist(), decisions.conditional.tolist()
         ids = query_ids if query_ids is not None else [None] * len(pools)
-        agents: dict[tuple[int, int], Agent] = {}
+        agents: dict[tuple[int, int, bool], Agent] = {}
         masses = []
         for index, pool in enumerate(pools):
             keep, chosen, edge_matrix = keeps[index], backbones[index], edge_rows[index]
+            conditional = conditional_rows[index]
             order = [r for r in orders[index] if keep[r] and r != decision]
             order.append(decision)
             members = []
             for r in order:
-                key = (r, chosen[r])
+                key = (r, chosen[r], conditional[r])
                 if key not in agents:
-                    agents[key] = Agent(id=f"a{r}", role=ctx.role_names[r], backbone=ctx.backbone_names[chosen[r]])
+                    agents[key] = Agent(
+                        id=f"a{r}",
+                        role=ctx.role_names[r],
+                        backbone=ctx.backbone_names[chosen[r]],
+                        when="disagree" if conditional[r] else "always",
+                    )
                 members.append(agents[key])
             edges = [(f"a{i}", f"a{j}") for i in order for j in order if edge_matrix[i][j]]
             masses.append(

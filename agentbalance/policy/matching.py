@@ -1,4 +1,4 @@
-"""Paper §3.1.3, query-conditioned role-backbone matching: p(m | role i) = softmax over the pool of <v_i, u_m>.
+"""Paper §3.1.3, query-conditioned role-backbone matching: p(m | role i) = softmax over i's pool of <v_i, u_m>.
 
 u_m comes from the backbone's profile embeddings and numeric features only, never from its identity,
 so a backbone never seen in training is matched as well as a seen one (inductive).
@@ -30,16 +30,14 @@ class RoleBackboneMatching(nn.Module):
         profiles = context.profile_embeddings.flatten(1)
         return self.backbone(torch.cat([profiles, context.backbone_numeric], dim=1))
 
-    def forward(
+    def role_vectors(
         self,
         query_embeddings: torch.Tensor,
         difficulty: torch.Tensor,
         condition: torch.Tensor,
         context: ControllerContext,
-        pool: torch.Tensor,
-        backbone_vectors: torch.Tensor,
     ) -> torch.Tensor:
-        """[B, R, M] log-probabilities of each backbone for each role, zero mass outside the chosen pool."""
+        """[B, R, D] v_i: each role read against the query (the agent pools see them too)."""
         batch, roles = query_embeddings.shape[0], context.role_count
         features = torch.cat(
             [
@@ -50,7 +48,18 @@ class RoleBackboneMatching(nn.Module):
             ],
             dim=2,
         )
-        logits = torch.einsum("brd,md->brm", self.role_query(features), backbone_vectors) * self.scale
-        in_pool = context.pool_mask()[pool]  # [B, M]
-        logits = logits.masked_fill(~in_pool.unsqueeze(1), float("-inf"))
+        return self.role_query(features)
+
+    def forward(
+        self,
+        role_vectors: torch.Tensor,
+        backbone_vectors: torch.Tensor,
+        role_pools: torch.Tensor,
+        context: ControllerContext,
+    ) -> torch.Tensor:
+        """[B, R, M] log-probabilities of each backbone for each role, zero mass outside the role's pool
+        (`role_pools` [B, R])."""
+        logits = torch.einsum("brd,md->brm", role_vectors, backbone_vectors) * self.scale
+        in_pool = context.pool_mask()[role_pools]  # [B, R, M]
+        logits = logits.masked_fill(~in_pool, float("-inf"))
         return torch.log_softmax(logits, dim=2)

@@ -19,7 +19,7 @@ from agentbalance.mas import MAS
 from agentbalance.policy.condition import conditions
 from agentbalance.policy.controller import Controller, Decisions
 from agentbalance.query import Query
-from agentbalance.templates import topology_mas
+from agentbalance.templates import answerer_roles, cascade_mas, topology_mas
 from agentbalance.train.budget_targeting import Snapshot, budget_preference, budget_score
 from agentbalance.train.training_run import TrainingRun
 
@@ -46,13 +46,32 @@ class AnchoredStart:
 
 
 def anchor_templates(run: TrainingRun) -> list[MAS]:
-    """Every kept backbone alone, then the role library on one backbone wired as a chain, a star or layers
-    (`ANCHOR_TOPOLOGIES`, the templates the controller can construct)."""
-    roles = run.experiment.roles
-    names = run.controller.context.backbone_names
-    return [MAS.single(roles.decision.name, name) for name in names] + [
-        topology_mas(kind, roles, name) for kind in ANCHOR_TOPOLOGIES for name in names
+    """Every kept backbone alone; the role library on one backbone wired as a chain, a star or layers
+    (`ANCHOR_TOPOLOGIES`); and every agreement cascade: each pair of backbones (a backbone twice is two of
+    its samples) answering, and a decision agent on each backbone stronger than both, called only when
+    they disagree (when the library has two answering roles). Backbones above the user's pool cap are left
+    out: the controller may not use them."""
+    roles, context = run.experiment.roles, run.controller.context
+    cap = run.controller.config.max_pool
+    names = [
+        name
+        for name, pool in zip(context.backbone_names, context.pool_of_backbone.tolist(), strict=True)
+        if cap is None or pool <= cap
     ]
+    perf = run.experiment.pools.triples["perf"]
+    answerers = answerer_roles(roles, 2)
+    cascades = [
+        cascade_mas(roles, (first, second), stronger)
+        for i, first in enumerate(names)
+        for second in names[i:]
+        for stronger in names
+        if perf[stronger] > max(perf[first], perf[second]) and answerers[0] != answerers[1]  # one agent per role
+    ]
+    return (
+        [MAS.single(roles.decision.name, name) for name in names]
+        + [topology_mas(kind, roles, name) for kind in ANCHOR_TOPOLOGIES for name in names]
+        + cascades
+    )
 
 
 def best_fitting_templates(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> list[MAS]:

@@ -179,6 +179,7 @@ def run_documents(
         "catalogs": experiment.catalogs.to_json(),
         "pools": experiment.pools.pools,
         "pool_count": len(experiment.pools.pools),
+        "complements": experiment.pools.complements,
         "budget": dataclasses.asdict(spec.budget),
         "controller": dataclasses.asdict(controller.config),  # delta as calibrated on validation
         "train": dataclasses.asdict(spec.train),

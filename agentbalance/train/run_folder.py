@@ -53,6 +53,7 @@ class RunConfig(BaseModel):
     catalogs: dict[str, Any] | None = None  # the catalogs trained on (older versions: re-derived from the world)
     pools: list[list[str]]
     pool_count: int = Field(ge=1)
+    complements: list[str] = []  # dominated backbones pooled for their cascades (measured on the training split)
     budget: dict[str, float | None]
     controller: dict[str, Any]
     train: dict[str, Any]
@@ -174,7 +175,8 @@ def load_controller(
     trained = run_catalogs(folder, config)
     if catalogs is None or set(catalogs.described.names) == set(trained.described.names):
         catalogs = trained
-    pools = build_pools(catalogs.pooled, k=config.pool_count, seed=config.run_seed)
+    complements = config.complements if catalogs is trained else []  # measured on the run's own world only
+    pools = build_pools(catalogs.pooled, k=config.pool_count, seed=config.run_seed, complements=complements)
     if catalogs is trained and pools.pools != config.pools:
         raise AgentBalanceError(
             f"{folder}: its saved catalogs no longer give the pools it was trained with; rebuild it with "
