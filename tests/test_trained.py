@@ -100,3 +100,28 @@ def test_a_live_code_task_is_graded_by_its_test_suite(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     (record,) = [json.loads(line) for line in done.stdout.splitlines()]
     assert record["correct"] is True
+
+
+def test_a_run_folder_brings_back_its_complements_and_refuses_pools_it_cannot_rebuild(
+    trained_run: Path, tmp_path: Path
+) -> None:
+    """Complements are measured on the build's training split, so only config.json can bring them back."""
+    import shutil
+
+    from agentbalance.catalog import Catalog
+    from agentbalance.pooling import build_pools
+
+    folder = tmp_path / "run"
+    shutil.copytree(trained_run, folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    plain = build_pools(Catalog.load())
+    complement = sorted(plain.dominated_by)[0]
+    with_it = build_pools(Catalog.load(), k=config["pool_count"], seed=config["seed"], complements=[complement])
+    config |= {"pools": with_it.pools, "complements": [complement]}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    loaded = TrainedController.load(folder)
+    assert complement in loaded.controller.context.backbone_names
+    config["complements"] = []
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(AgentBalanceError, match="no longer give the pools it was trained with"):
+        TrainedController.load(folder)
