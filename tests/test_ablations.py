@@ -1,4 +1,5 @@
-"""The paper's Table 3 variants: each replaces exactly one learned stage and still builds valid MAS."""
+"""The paper's Table 3 variants and the two stages beyond it switched off: each replaces exactly one learned
+stage and still builds valid MAS."""
 
 from __future__ import annotations
 
@@ -43,6 +44,20 @@ def test_no_gating_keeps_every_agent_and_dense_topology_wires_every_forward_edge
         ids = list(mas.topological_order())
         expected = {(ids[i], ids[j]) for j in range(len(ids)) for i in range(j)}
         assert set(mas.edges) == expected
+
+
+def test_one_pool_keeps_every_agent_in_the_query_pool_and_no_escalation_makes_no_conditional_agent() -> None:
+    def sampled(ablation: str | None) -> list[MAS]:
+        controller = ablated(ablation)
+        with torch.no_grad():
+            step = controller(torch.randn(400, EMBED), mode="sample", generator=torch.Generator().manual_seed(5))
+        return controller.to_masses(step.decisions)
+
+    pool_of = {"m0": 0, "m1": 0, "m2": 1, "m3": 1}
+    mixed = [m for m in sampled(None) if len({pool_of[a.backbone] for a in m.agents}) > 1]
+    assert mixed and any(m.conditional for m in sampled(None)), "the full controller samples both"
+    assert all({pool_of[a.backbone] for a in m.agents} == {m.pool} for m in sampled("one-pool"))
+    assert not any(m.conditional for m in sampled("no-escalation"))
 
 
 def test_random_selection_and_matching_stay_random_at_deployment() -> None:

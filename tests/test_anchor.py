@@ -98,6 +98,24 @@ def test_every_cascade_template_is_a_decision_of_the_controller(small_experiment
     assert bool(decisions.conditional.any(dim=1).all())
 
 
+@pytest.mark.parametrize("ablation", ["one-pool", "no-escalation", None])
+def test_the_templates_are_those_the_controller_may_construct(small_experiment, ablation: str | None) -> None:
+    """A pool cap or an ablation removes the templates the controller could never build."""
+    kept = small_experiment.kept
+    config = ControllerConfig(ablation=ablation, max_pool=None if ablation else 1)
+    run = TrainingRun.of(small_experiment, Controller(small_experiment.context, config), Budget(tok=1.0), TrainConfig())
+    templates = anchor_templates(run)
+    pool = small_experiment.pools.pool_of
+    cross_pool = [m for m in templates if len({pool(a.backbone) for a in m.agents}) > 1]
+    if ablation is None:  # capped at pool 1
+        assert all(pool(a.backbone) <= 1 for m in templates for a in m.agents) and cross_pool
+        assert len({a.backbone for m in templates for a in m.agents}) < len(kept)
+    elif ablation == "one-pool":
+        assert not cross_pool and any(m.conditional for m in templates)
+    else:
+        assert not any(m.conditional for m in templates) and len(templates) == 4 * len(kept)
+
+
 def test_a_mas_the_controller_cannot_construct_is_refused_with_the_reason(small_experiment) -> None:
     controller = Controller(small_experiment.context)
     complete = topology_mas("complete", small_experiment.roles, small_experiment.kept[0])

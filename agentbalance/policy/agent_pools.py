@@ -34,9 +34,11 @@ class AgentPoolChoice(nn.Module):
         query_pool: torch.Tensor,
         context: ControllerContext,
         max_pool: int | None = None,
+        query_pool_only: bool = False,
     ) -> torch.Tensor:
         """role vectors [B, R, D], the query's pool [B] -> [B, R, P] log-probabilities; the decision role's row
-        puts all its mass on the query's pool, and pools above `max_pool` get none."""
+        (every row, with `query_pool_only`: the paper's one-pool MAS) puts all its mass on the query's pool,
+        and pools above `max_pool` get none."""
         batch, roles, _ = role_vectors.shape
         pools = context.pool_count
         offsets = (torch.arange(pools).unsqueeze(0) - query_pool.unsqueeze(1)).float() / max(pools - 1, 1)  # [B, P]
@@ -49,6 +51,8 @@ class AgentPoolChoice(nn.Module):
         if max_pool is not None:
             allowed &= (torch.arange(pools) <= max_pool).view(1, 1, -1)
         allowed[:, context.decision_index] = same
+        if query_pool_only:
+            allowed[:] = same.unsqueeze(1)
         return torch.log_softmax(logits.masked_fill(~allowed, float("-inf")), dim=2)
 
 

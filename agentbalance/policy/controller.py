@@ -36,8 +36,18 @@ from agentbalance.policy.sampling import (
 from agentbalance.policy.selection import PoolSelection
 from agentbalance.policy.topology import LatencyAwareTopology, TopologyChoice, dense_topology
 
-# the paper's Table 3 variants, each replacing one learned stage (random-pools acts on the pools instead)
-ABLATIONS = ("random-pools", "random-selection", "random-matching", "role-only", "no-gating", "dense-topology")
+# the paper's Table 3 variants, each replacing one learned stage (random-pools acts on the pools instead),
+# then the two stages beyond the paper switched off: every agent in the query's pool, no conditional agent
+ABLATIONS = (
+    "random-pools",
+    "random-selection",
+    "random-matching",
+    "role-only",
+    "no-gating",
+    "dense-topology",
+    "one-pool",
+    "no-escalation",
+)
 RANDOM_AT_DEPLOYMENT = ("random-selection", "random-matching")  # their greedy mode samples (see `_random_if`)
 DEPLOYMENT_SEED = 0  # a random ablation's greedy draws without a generator: seeded afresh each call
 
@@ -144,7 +154,9 @@ class Controller(nn.Module):
         log_p_sel = pool_log_probs.gather(1, pool.unsqueeze(1)).squeeze(1)
 
         role_vectors = self.matching.role_vectors(query_embeddings, difficulty, condition, ctx)
-        agent_pool_log_probs = self.agent_pools(role_vectors, pool, ctx, max_pool=c.max_pool)  # [B, R, P]
+        agent_pool_log_probs = self.agent_pools(
+            role_vectors, pool, ctx, max_pool=c.max_pool, query_pool_only=c.ablation == "one-pool"
+        )  # [B, R, P]
         given_pools = None
         if given is not None:
             given_pools = ctx.pool_of_backbone[given.backbones]
@@ -197,6 +209,7 @@ class Controller(nn.Module):
             mode,
             given.conditional if given is not None else None,
             generator,
+            enabled=c.ablation != "no-escalation",
         )
         parts = {
             "selection": log_p_sel,

@@ -47,13 +47,15 @@ class EscalationFlags(nn.Module):
         mode: str,
         given: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
+        enabled: bool = True,
     ) -> EscalationChoice:
         """agents [B, R, D], log latency/cost [B, R], keep [B, R], edges [B, R, R] (i -> j) -> the flags.
-        An agent with fewer than MIN_INPUTS inputs carries no flag; a given flag on one is impossible (-inf)."""
+        An agent with fewer than MIN_INPUTS inputs carries no flag (none does unless `enabled`); a given
+        flag on one is impossible (-inf)."""
         roles = agents.shape[1]
         inputs = edges.float()  # [B, source, target]
         count = inputs.sum(dim=1)  # [B, R] inputs per agent
-        eligible = keep & (count >= MIN_INPUTS)
+        eligible = keep & (count >= MIN_INPUTS) & enabled
         per_input = count.clamp_min(1.0)
         input_cost = torch.einsum("bij,bi->bj", inputs, log_cost) / per_input
         input_latency = torch.einsum("bij,bi->bj", inputs, log_latency) / per_input

@@ -7,6 +7,7 @@ templates are ranked on training and validation questions and cloned through `Co
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,15 +50,9 @@ def anchor_templates(run: TrainingRun) -> list[MAS]:
     """Every kept backbone alone; the role library on one backbone wired as a chain, a star or layers
     (`ANCHOR_TOPOLOGIES`); and every agreement cascade: each pair of backbones (a backbone twice is two of
     its samples) answering, and a decision agent on each backbone stronger than both, called only when
-    they disagree (when the library has two answering roles). Backbones above the user's pool cap are left
-    out: the controller may not use them."""
-    roles, context = run.experiment.roles, run.controller.context
-    cap = run.controller.config.max_pool
-    names = [
-        name
-        for name, pool in zip(context.backbone_names, context.pool_of_backbone.tolist(), strict=True)
-        if cap is None or pool <= cap
-    ]
+    they disagree (when the library has two answering roles). Only those the controller can construct
+    under its configuration are kept (`constructible`: the pool cap, an ablation)."""
+    roles, names = run.experiment.roles, list(run.controller.context.backbone_names)
     perf = run.experiment.pools.triples["perf"]
     answerers = answerer_roles(roles, 2)
     cascades = [
@@ -67,11 +62,22 @@ def anchor_templates(run: TrainingRun) -> list[MAS]:
         for stronger in names
         if perf[stronger] > max(perf[first], perf[second]) and answerers[0] != answerers[1]  # one agent per role
     ]
-    return (
+    templates = (
         [MAS.single(roles.decision.name, name) for name in names]
         + [topology_mas(kind, roles, name) for kind in ANCHOR_TOPOLOGIES for name in names]
         + cascades
     )
+    return constructible(run, templates)
+
+
+def constructible(run: TrainingRun, templates: Sequence[MAS]) -> list[MAS]:
+    """The templates whose decisions have a finite log-probability under the controller: a backbone above
+    `--max-pool`, or a cascade under the "one-pool" or "no-escalation" ablation, is impossible to build."""
+    decisions = run.controller.decisions_of(templates)
+    probe = run.embed(run.experiment.splits.train[:1]).expand(len(templates), -1)
+    with torch.no_grad():
+        log_prob = run.controller(probe, mode="given", given=decisions).log_prob
+    return [template for template, value in zip(templates, log_prob.tolist(), strict=True) if math.isfinite(value)]
 
 
 def best_fitting_templates(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> list[MAS]:
