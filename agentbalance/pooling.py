@@ -230,8 +230,6 @@ def complementary_backbones(
         perf, cost, _ = cascade_estimate(alone[mas[0]], alone[mas[1]], alone[mas[2]], questions, same)
         return perf, cost
 
-    accuracy = {name: float(run.correct.mean()) for name, run in alone.items()}
-
     def cascades_with(candidate: str, others: Sequence[str]) -> list[tuple[str, str, str]]:
         """Every cascade of `others` plus `candidate` in which the candidate takes part."""
         names = [*others, candidate]
@@ -240,7 +238,7 @@ def complementary_backbones(
             for i, a in enumerate(names)
             for b in names[i + 1 :]
             for c in names
-            if candidate in (a, b, c) and accuracy[c] > max(accuracy[a], accuracy[b])
+            if candidate in (a, b, c) and c not in (a, b)
         ]
 
     chosen = [name for name in kept if name in alone]

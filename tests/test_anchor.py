@@ -38,13 +38,12 @@ def _trainer(experiment: Experiment, budgets: BudgetRange | Budget, config: Trai
 
 def _templates(experiment: Experiment) -> list[MAS]:
     decision = experiment.roles.decision.name
-    perf = experiment.pools.triples["perf"]
     kept = experiment.kept
     cascades = [
         cascade_mas(experiment.roles, (a, b), c)
         for a, b in itertools.combinations_with_replacement(kept, 2)
         for c in kept
-        if perf[c] > max(perf[a], perf[b])
+        if c not in (a, b)
     ]
     return (
         [MAS.single(decision, name) for name in kept]

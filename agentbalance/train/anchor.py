@@ -49,18 +49,20 @@ class AnchoredStart:
 def anchor_templates(run: TrainingRun) -> list[MAS]:
     """Every kept backbone alone; the role library on one backbone wired as a chain, a star or layers
     (`ANCHOR_TOPOLOGIES`); and every agreement cascade: each pair of backbones (a backbone twice is two of
-    its samples) answering, and a decision agent on each backbone stronger than both, called only when
-    they disagree (when the library has two answering roles). Only those the controller can construct
+    its samples) answering, and a decision agent on each other backbone, called only when they disagree
+    (when the library has two answering roles). The escalation need not be stronger than both answerers
+    on paper: where two backbones that err differently agree they are usually right, so a cascade can beat
+    its own escalation alone (mmlu-pro-dev: DeepSeek-Coder-V2 and a small Llama escalating to
+    gemini-1.5-flash-002). Only those the controller can construct
     under its configuration are kept (`constructible`: the pool cap, an ablation)."""
     roles, names = run.experiment.roles, list(run.controller.context.backbone_names)
-    perf = run.experiment.pools.triples["perf"]
     answerers = answerer_roles(roles, 2)
     cascades = [
-        cascade_mas(roles, (first, second), stronger)
+        cascade_mas(roles, (first, second), escalation)
         for i, first in enumerate(names)
         for second in names[i:]
-        for stronger in names
-        if perf[stronger] > max(perf[first], perf[second]) and answerers[0] != answerers[1]  # one agent per role
+        for escalation in names
+        if escalation not in (first, second) and answerers[0] != answerers[1]  # one agent per role
     ]
     templates = (
         [MAS.single(roles.decision.name, name) for name in names]
