@@ -1,8 +1,16 @@
 """Does the simulator agree with real data on agreement? For every pair of backbones of mmlu-pro-dev's catalog,
-P(both give the same answer) and P(that answer is right | they agree), in the real recordings (all questions)
-and in the simulator run with the same `models.yaml` (general-knowledge questions), and the absolute
-differences: mean over pairs and the worst pair, for both quantities. A cascade's cost and accuracy are made
-of these two numbers, so the simulator's cascade results mean something only where they match.
+P(both give the same answer) and P(that answer is right | they agree), in the real recordings and in the simulator
+run with the same `models.yaml` on the same questions (their text, options and gold letter, never the recorded
+answers; the simulator's difficulty for a question that is not one of its own is a hash of its id), and the
+absolute differences: mean over pairs and the worst pair, for both quantities. A cascade's cost and accuracy are
+made of these two numbers, so the simulator's cascade results mean something only where they match.
+
+The same questions, because how often wrong answers coincide depends on how many options there are (two wrong
+backbones pick the same letter 35% of the time on MMLU-Pro's ten options, 69% on ARC's four): a simulator that
+matched ten-option recordings with four-option items would be wrong. For the record, two more comparisons, no
+targets: the simulator's own four-option general items (where it should agree more than on MMLU-Pro), and
+routerbench-arc-challenge (four options; its catalog has no published scores, so each backbone is calibrated to
+its recorded accuracy there).
 Run: .venv/bin/python benchmarks/agreement_realism.py   (writes benchmarks/results/agreement_realism.json)
 """
 
@@ -11,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
 
@@ -18,19 +27,22 @@ import numpy as np
 
 from agentbalance.catalog import Catalog
 from agentbalance.mas import MAS
+from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import rollout_execution
 from agentbalance.splits import synthetic_split
 from agentbalance.worlds import open_world
+from agentbalance.worlds.base import World
 from agentbalance.worlds.replay import ReplayWorld
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 ROLE = "Knowledgeable Expert"
+Table = dict[str, tuple[list[str | None], list[bool]]]
 
 
-def answers_of(world, roles: RoleSet, queries, backbones) -> dict[str, tuple[list[str | None], list[bool]]]:  # type: ignore[no-untyped-def]
-    """Each backbone alone on every query: its answers and whether each is right."""
+def answers_of(world: World, roles: RoleSet, queries: Sequence[Query], backbones: Sequence[str]) -> Table:
+    """Each backbone alone on every query: its answers (None: no readable answer) and whether each is right."""
     table = {}
     for backbone in backbones:
         mas = MAS.single(ROLE, backbone)
@@ -39,16 +51,22 @@ def answers_of(world, roles: RoleSet, queries, backbones) -> dict[str, tuple[lis
     return table
 
 
-def pair_statistics(table: dict[str, tuple[list[str | None], list[bool]]]) -> dict[str, dict[str, float]]:
-    """Per pair: P(agree) (both answered, same answer) and P(correct | agree)."""
+def pair_statistics(table: Table) -> dict[str, dict[str, float]]:
+    """Per pair: P(agree) (both answered, same answer) and P(correct | agree); and what they are made of:
+    the error correlation (phi) and P(same answer | both wrong and both answered)."""
     rows = {}
     for first, second in combinations(sorted(table), 2):
-        (a, right), (b, _) = table[first], table[second]
-        agree = np.array([x is not None and x == y for x, y in zip(a, b, strict=True)])
-        correct = np.array(right)
+        (a, right), (b, right_b) = table[first], table[second]
+        answered = np.array([x is not None and y is not None for x, y in zip(a, b, strict=True)])
+        same = np.array([x == y for x, y in zip(a, b, strict=True)])
+        agree = answered & same
+        correct, correct_b = np.array(right), np.array(right_b)
+        both_wrong = answered & ~correct & ~correct_b
         rows[f"{first} | {second}"] = {
             "p_agree": float(agree.mean()),
             "p_correct_given_agree": float(correct[agree].mean()) if agree.any() else float("nan"),
+            "error_phi": float(np.corrcoef(correct, correct_b)[0, 1]),
+            "p_same_given_both_wrong": float(same[both_wrong].mean()) if both_wrong.any() else float("nan"),
         }
     return rows
 
@@ -63,9 +81,85 @@ def differences(real: dict[str, dict[str, float]], simulated: dict[str, dict[str
     return out
 
 
+def overview(rows: dict[str, dict[str, float]], table: Table) -> dict[str, float]:
+    """Means over pairs (median for phi), and the share of all answers that could not be read."""
+    values = {q: [r[q] for r in rows.values()] for q in next(iter(rows.values()))}
+    unanswered = np.mean([answer is None for answers, _ in table.values() for answer in answers])
+    return {
+        "p_agree_mean": round(float(np.nanmean(values["p_agree"])), 4),
+        "p_correct_given_agree_mean": round(float(np.nanmean(values["p_correct_given_agree"])), 4),
+        "error_phi_median": round(float(np.nanmedian(values["error_phi"])), 4),
+        "p_same_given_both_wrong_mean": round(float(np.nanmean(values["p_same_given_both_wrong"])), 4),
+        "share_of_answers_unreadable": round(float(unanswered), 4),
+    }
+
+
+def worst_pairs(
+    real: dict[str, dict[str, float]], simulated: dict[str, dict[str, float]], n: int = 8
+) -> list[dict[str, object]]:
+    """The pairs farthest apart on either quantity, with both sides' numbers (to see why)."""
+
+    def gap(pair: str) -> float:
+        return max(abs(real[pair][q] - simulated[pair][q]) for q in ("p_agree", "p_correct_given_agree"))
+
+    ranked = sorted(real, key=gap, reverse=True)[:n]
+    return [
+        {
+            "pair": p,
+            "real": {k: round(v, 4) for k, v in real[p].items()},
+            "simulated": {k: round(v, 4) for k, v in simulated[p].items()},
+        }
+        for p in ranked
+    ]
+
+
+def compare(
+    replay: ReplayWorld, simulator: World, roles: RoleSet, queries: Sequence[Query], simulated_queries: Sequence[Query]
+) -> dict[str, object]:
+    backbones = list(replay.catalog.names)
+    real_table = answers_of(replay, roles, queries, backbones)
+    sim_table = answers_of(simulator, roles, simulated_queries, backbones)
+    real, simulated = pair_statistics(real_table), pair_statistics(sim_table)
+    return {
+        "summary": differences(real, simulated),
+        "real": overview(real, real_table),
+        "simulated": overview(simulated, sim_table),
+        "worst_pairs": worst_pairs(real, simulated),
+        "pairs": {p: {"real": real[p], "simulated": simulated[p]} for p in real},
+    }
+
+
+def calibrated_to_recordings(replay: ReplayWorld, table: Table, key: str) -> Catalog:
+    """The world's catalog with each backbone's recorded accuracy as its only score: agreement apart from
+    calibration (a published score is measured on other questions than the recorded ones)."""
+    accuracy = {name: float(np.mean(right)) for name, (_, right) in table.items()}
+    return Catalog(
+        [b.model_copy(update={"scores": {key: 100 * accuracy[b.name]}}) for b in replay.catalog],
+        replay.catalog.assumptions,
+        source=f"{replay.catalog.source} with recorded accuracies as scores",
+    )
+
+
+def arc_check(roles: RoleSet, seed: int) -> dict[str, object] | None:
+    """routerbench-arc-challenge, calibrated to each backbone's recorded accuracy (its catalog has no scores);
+    questions with a known gold letter, as general-knowledge queries with four options."""
+    folder = SHARED / "routerbench-arc-challenge"
+    if not folder.is_dir():
+        return None
+    replay = ReplayWorld.load(folder)
+    queries = [q for split in ("train", "val", "test") for q in replay.queries(split) if q.answer is not None]
+    table = answers_of(replay, roles, queries, list(replay.catalog.names))
+    simulator = open_world("sim", catalog=calibrated_to_recordings(replay, table, "arc_challenge"), seed=seed)
+    options = tuple(f"option {letter}" for letter in "ABCD")  # its options are in the question's text
+    as_general = [q.model_copy(update={"domain": "general", "choices": options}) for q in queries]
+    result = compare(replay, simulator, roles, queries, as_general)
+    del result["pairs"]
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--queries", type=int, default=2000, help="simulated general-knowledge questions")
+    parser.add_argument("--queries", type=int, default=2000, help="simulated four-option items (the record only)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     folder = SHARED / "mmlu-pro-dev"
@@ -74,18 +168,33 @@ def main() -> None:
     roles = RoleSet.load("general")
     replay = ReplayWorld.load(folder)
     recorded = [q for split in ("train", "val", "test") for q in replay.queries(split)]
-    backbones = list(replay.catalog.names)
-    real = pair_statistics(answers_of(replay, roles, recorded, backbones))
     simulator = open_world("sim", catalog=Catalog.load(folder / "models.yaml"), seed=args.seed)
-    questions = synthetic_split("test", args.queries, seed=args.seed, domains=("general",))
-    simulated = pair_statistics(answers_of(simulator, roles, questions, backbones))
-    summary = differences(real, simulated)
+    main_comparison = compare(replay, simulator, roles, recorded, recorded)
+    four_options = compare(
+        replay, simulator, roles, recorded, synthetic_split("test", args.queries, seed=args.seed, domains=("general",))
+    )
+    del four_options["pairs"], four_options["worst_pairs"], four_options["real"]
+    recorded_accuracy = open_world(
+        "sim",
+        catalog=calibrated_to_recordings(replay, answers_of(replay, roles, recorded, replay.catalog.names), "mmlu_pro"),
+        seed=args.seed,
+    )
+    at_recorded_accuracy = compare(replay, recorded_accuracy, roles, recorded, recorded)
+    del at_recorded_accuracy["pairs"], at_recorded_accuracy["real"]
+    summary = main_comparison.pop("summary")
     print(json.dumps(summary), flush=True)
     report = {
         "command": "python benchmarks/agreement_realism.py " + " ".join(sys.argv[1:]),
         "targets": "mean abs difference <= 3 points and max <= 8, for both quantities (issue #19)",
+        "setting": "mmlu-pro-dev: 25 backbones, its models.yaml, its 5,659 questions on both sides; world seed "
+        f"{args.seed}; role {ROLE!r}",
         "summary": summary,
-        "pairs": {p: {"real": real[p], "simulated": simulated[p]} for p in real},
+        **main_comparison,
+        "record_only": {
+            "calibrated_to_recorded_accuracies": at_recorded_accuracy,
+            "simulator_on_its_own_four_option_items": four_options,
+            "routerbench_arc_challenge": arc_check(roles, args.seed),
+        },
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "agreement_realism.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

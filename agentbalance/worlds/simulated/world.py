@@ -37,8 +37,9 @@ _NORMAL = NormalDist()
 class SimulationParameters:
     """Every constant of the simulator; docs/simulated-world.md explains and justifies each one."""
 
-    discrimination: float = 2.5  # IRT slope a of non-reasoning backbones; gives the real error correlation
-    reasoning_discrimination: float = 1.75  # flatter: reasoning gains most on hard items
+    discrimination: float = 1.9  # IRT slope a of competent non-reasoning backbones: how much difficulty is shared
+    reasoning_discrimination: float = 1.33  # flatter (0.7 a): reasoning gains most on hard items
+    competence_scale: float = 0.185  # competence = 1 - exp(-score / this): slope and considered errors scale with it
     role_noise_share: float = 0.3  # share of an agent's solve noise that depends on its role (prompt)
     specialist_bonus: float = 0.15  # logit bonus of a solver whose domain is the query's
     mismatch_penalty: float = 0.7  # logit penalty of a role from another domain (halved for non-solvers)
@@ -49,7 +50,8 @@ class SimulationParameters:
         default_factory=lambda: {"solver": 1.0, "critic": 2.2, "decision": 1.6}
     )  # how well a role recognises the right answer among candidates, times p_own
     choice_temperature: float = 0.5
-    distractor_weights: tuple[float, float, float] = (0.6, 0.25, 0.15)  # shared: errors coincide
+    distractor_concentration: float = 0.23  # Dirichlet alpha of an item's wrong-answer appeal, shared by backbones
+    unanswered_share: float = 0.17  # of wrong answers to a multiple-choice query: no option letter can be read
     base_completion_tokens: dict[str, float] = field(
         default_factory=lambda: {"general": 220.0, "math": 330.0, "code": 260.0}
     )
@@ -64,13 +66,15 @@ class SimulationParameters:
 
 @dataclass(frozen=True)
 class QueryProfile:
-    """What the simulator knows about a query: its domain, latent difficulty, gold and wrong answers."""
+    """What the simulator knows about a query: its domain, latent difficulty, gold and wrong answers, and
+    whether it has options (how much each wrong answer appeals is `SimulatedWorld.appeal`, drawn when needed)."""
 
     domain: str
     difficulty: float
     gold: str
     distractors: tuple[str, ...]
     gold_known: bool
+    multiple_choice: bool = False
 
 
 class SimulatedWorld:
@@ -83,6 +87,11 @@ class SimulatedWorld:
         self.catalog = catalog
         self.seed = seed
         self.parameters = parameters or SimulationParameters()
+        self.competences = {
+            (b.name, domain): 1.0 - math.exp(-self.published_score(b, domain) / self.parameters.competence_scale)
+            for b in catalog
+            for domain in DOMAINS
+        }
         self.abilities = self._calibrate()
 
     # ---- calibration
@@ -99,9 +108,15 @@ class SimulatedWorld:
             f"(catalog {self.catalog.source}): add `scores` to its entry"
         )
 
-    def discrimination(self, backbone: Backbone) -> float:
+    def competence(self, backbone: Backbone, domain: str) -> float:
+        """How much a backbone's answers come from knowing rather than guessing, 0-1 (near 1 for strong ones):
+        near chance, right answers depend less on an item's difficulty and wrong ones less on its appeal."""
+        return self.competences[(backbone.name, domain)]
+
+    def discrimination(self, backbone: Backbone, domain: str) -> float:
         p = self.parameters
-        return p.reasoning_discrimination if backbone.reasoning else p.discrimination
+        slope = p.reasoning_discrimination if backbone.reasoning else p.discrimination
+        return slope * self.competence(backbone, domain)
 
     def _calibrate(self) -> dict[tuple[str, str], float]:
         """Ability theta per (backbone, domain) such that the mean solve probability over the domain's
@@ -111,7 +126,8 @@ class SimulatedWorld:
             difficulties = calibration_difficulties(domain, self.parameters.calibration_items)
             for backbone in self.catalog:
                 target = min(max(self.published_score(backbone, domain), 0.01), 0.99)
-                abilities[(backbone.name, domain)] = _solve_ability(difficulties, self.discrimination(backbone), target)
+                slope = self.discrimination(backbone, domain)
+                abilities[(backbone.name, domain)] = _solve_ability(difficulties, slope, target)
         return abilities
 
     # ---- the item-response model
@@ -127,7 +143,7 @@ class SimulatedWorld:
 
     def solve_probability(self, backbone: Backbone, role: Role, domain: str, difficulty: float) -> float:
         """P(an agent of this backbone and role solves an item alone)."""
-        logit = self.discrimination(backbone) * (self.abilities[(backbone.name, domain)] - difficulty)
+        logit = self.discrimination(backbone, domain) * (self.abilities[(backbone.name, domain)] - difficulty)
         return _sigmoid(logit + self.role_fit(role, domain))
 
     def profile(self, query: Query) -> QueryProfile:
@@ -143,11 +159,17 @@ class SimulatedWorld:
         else:
             gold = "simulated-correct-answer"
         distractors = tuple(str(d) for d in meta.get("distractors", ()) if str(d) != gold)
-        if not distractors:
-            distractors = tuple(x for x in letters if x != gold)[:3] or tuple(
+        if not distractors:  # every other option of a multiple-choice query is a wrong answer (MMLU-Pro has 9)
+            distractors = tuple(x for x in letters if x != gold) or tuple(
                 f"simulated-wrong-answer-{i}" for i in (1, 2, 3)
             )
-        return QueryProfile(domain, difficulty, gold, distractors, query.answer is not None)
+        return QueryProfile(domain, difficulty, gold, distractors, query.answer is not None, bool(letters))
+
+    def appeal(self, query_id: str, count: int) -> np.ndarray:
+        """How much each of a query's `count` wrong answers draws a considered error (sums to 1): a property of
+        the item, the same for every backbone, so wrong answers coincide. Dirichlet = normalised gamma draws."""
+        draws = self._generator("appeal", query_id).standard_gamma(self.parameters.distractor_concentration, count)
+        return draws / draws.sum() if draws.sum() > 0 else np.full(count, 1.0 / count)
 
     # ---- one agent call
 
@@ -161,7 +183,7 @@ class SimulatedWorld:
         backbone, role = call.backbone, call.role
         key = (call.query.id, backbone.name, role.name)
         p_own = self.solve_probability(backbone, role, profile.domain, profile.difficulty)
-        own = self._own_answer(profile, p_own, key)
+        own = self._own_answer(profile, backbone, p_own, key)
         answer = self._combine(profile, role, p_own, own, call.inputs, key) if call.inputs else own
         prompt_tokens = estimate_prompt_tokens(call)
         completion_tokens = self._completion_tokens(backbone, role, profile, key)
@@ -181,33 +203,44 @@ class SimulatedWorld:
             correct=(answer == profile.gold) if profile.gold_known else None,
         )
 
-    def _own_answer(self, profile: QueryProfile, p_own: float, key: tuple[str, ...]) -> str:
+    def _own_answer(self, profile: QueryProfile, backbone: Backbone, p_own: float, key: tuple[str, ...]) -> str | None:
         """Solve alone. The noise is mostly per (query, backbone): at temperature 0 a backbone repeats
-        itself, and only a share depends on the role's prompt."""
-        share = self.parameters.role_noise_share
+        itself, and only a share depends on the role's prompt. A wrong answer is a considered one (drawn by the
+        item's appeal, which every backbone shares: so wrong answers coincide) with probability the backbone's
+        competence, else a guess among the wrong answers; a share of wrong answers gives no readable answer."""
+        p = self.parameters
+        share = p.role_noise_share
         z = math.sqrt(1 - share) * self._normal("solve", *key[:2]) + math.sqrt(share) * self._normal("solve", *key)
         if z < _NORMAL.inv_cdf(min(max(p_own, 1e-9), 1 - 1e-9)):
             return profile.gold
-        weights = np.array(self.parameters.distractor_weights[: len(profile.distractors)])
-        pick = np.searchsorted(np.cumsum(weights / weights.sum()), self._uniform("wrong", *key), side="right")
-        return profile.distractors[min(int(pick), len(profile.distractors) - 1)]
+        if profile.multiple_choice and self._uniform("unanswered", *key) < p.unanswered_share:
+            return None
+        count, draw = len(profile.distractors), self._uniform("wrong", *key)
+        if self._uniform("considered", *key) < self.competence(backbone, profile.domain):
+            pick = int(np.searchsorted(np.cumsum(self.appeal(key[0], count)), draw, side="right"))
+        else:
+            pick = int(draw * count)
+        return profile.distractors[min(pick, count - 1)]
 
     def _combine(
         self,
         profile: QueryProfile,
         role: Role,
         p_own: float,
-        own: str,
+        own: str | None,
         inputs: Sequence[Upstream],
         key: tuple[str, ...],
-    ) -> str:
+    ) -> str | None:
         """Weigh the own answer against incoming ones; stronger agents trust themselves more and
-        recognise the right answer more often (critics most), weak agents follow a wrong majority."""
+        recognise the right answer more often (critics most), weak agents follow a wrong majority.
+        An agent that reached no answer of its own chooses among its inputs' answers (none if none gave one)."""
         p = self.parameters
-        scores: dict[str, float] = {own: p.self_weight_base + p.self_weight_skill * p_own}
+        scores: dict[str, float] = {} if own is None else {own: p.self_weight_base + p.self_weight_skill * p_own}
         for upstream in inputs:
             if upstream.completion.answer is not None:
                 scores[upstream.completion.answer] = scores.get(upstream.completion.answer, 0.0) + p.input_weight
+        if not scores:
+            return None
         if profile.gold in scores:
             scores[profile.gold] += p.verify_strength.get(str(role.kind), 1.0) * p_own
         candidates = sorted(scores)
@@ -237,6 +270,11 @@ class SimulatedWorld:
 
     def _normal(self, *keys: object) -> float:
         return _NORMAL.inv_cdf(self._uniform(*keys))
+
+    def _generator(self, *keys: object) -> np.random.Generator:
+        """A numpy generator seeded by the same hash, for draws that need more than one number."""
+        digest = hashlib.blake2b(repr((self.seed, *keys)).encode(), digest_size=16).digest()
+        return np.random.default_rng(int.from_bytes(digest, "big"))
 
 
 @functools.lru_cache(maxsize=8)
@@ -278,9 +316,12 @@ def _infer_domain(query: Query) -> str:
     return "general"
 
 
-def _render(domain: str, backbone: str, role: str, answer: str) -> str:
-    """A short completion text in the domain's answer format, marked as simulated."""
+def _render(domain: str, backbone: str, role: str, answer: str | None) -> str:
+    """A short completion text in the domain's answer format, marked as simulated (no answer line when the
+    simulated response reached none, as a real one that rambles or is cut off)."""
     header = f"[simulated {backbone} as {role}]"
+    if answer is None:
+        return f"{header}\n(the response ends without a final answer)"
     if domain == "code":
         return f"{header}\n```python\n# simulated solution, behaviour: {answer}\n```"
     if domain == "math":
