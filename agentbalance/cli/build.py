@@ -144,11 +144,15 @@ def build(
         return
     console.print(
         evaluation_table(
-            "what the controller achieves", [("val", result.val), ("test", result.test)], budget_tok, budget_lat
+            "what the controller achieves",
+            [("val", result.val), ("test", result.test)],
+            budget_tok,
+            budget_lat,
+            console.width,
         )
     )
     if result.points:
-        console.print(budget_points_table(result.points))
+        console.print(budget_points_table(result.points, console.width))
     if result.feasible:
         console.print("budget met on validation (upper bound); test numbers above", highlight=False)
     else:

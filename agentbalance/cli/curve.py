@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from agentbalance.cli.app import DataOption, LimitOption, TaskOption, reports_user_errors
+from agentbalance.cli.tables import summary_table
 from agentbalance.worlds import WORLD_HELP
 
 if TYPE_CHECKING:
@@ -46,7 +46,6 @@ def curve(
 
     from agentbalance.evaluation.curve import run_curve
     from agentbalance.evaluation.methods import parse_methods
-    from agentbalance.evaluation.metrics import in_points
     from agentbalance.experiment import ExperimentSpec
     from agentbalance.train.config import TrainConfig
 
@@ -78,13 +77,7 @@ def curve(
     if as_json:
         sys.stdout.write(json.dumps({"summary": result.summary, "out": str(folder)}) + "\n")
         return
-    table = Table(title=f"{world_spec}: P@ budget, AUC and gain over the single LLM, in points (test split)")
-    table.add_column("method")
-    for column in result.summary[0] if result.summary else []:
-        if column != "method":
-            table.add_column(column, justify="right")
-    for row in result.summary:
-        table.add_row(str(row["method"]), *(f"{in_points(k, float(v)):.1f}" for k, v in row.items() if k != "method"))
+    table = summary_table(f"{world_spec}: P@, AUC, gains in points (test)", result.summary, console.width)
     console.print(table)
     console.print(
         f"wrote {folder} (curve.csv, summary.csv, curve-tok.png, curve-lat.png) in {result.seconds:.0f} s"

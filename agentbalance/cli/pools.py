@@ -48,7 +48,7 @@ def pools(
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
     console = Console()
-    console.print(pools_table(result, loaded))
+    console.print(pools_table(result, loaded, console.width))
     for index, (members, medoid) in enumerate(zip(result.pools, result.medoids, strict=True)):
         console.print(f"pool {index} (medoid {medoid}): {', '.join(members)}", highlight=False)
     for path in (json_out, plot):

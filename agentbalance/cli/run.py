@@ -158,10 +158,10 @@ def run(
     else:
         console.print(f"world: {world.name}", highlight=False)
     for trace in traces:
-        console.print(agents_table(trace))
+        console.print(agents_table(trace, console.width))
         verdict = {True: "correct", False: "wrong", None: "gold unknown"}[trace.correct]
         console.print(
-            f"answer: {escape(str(trace.answer))} ({verdict})  cost: ${trace.cost_usd:.6f}  "
+            f"answer: {escape(str(trace.answer))} ({verdict})\ncost: ${trace.cost_usd:.6f}  "
             f"latency: {trace.latency_s:.1f} s (modelled critical path)  wall: {trace.wall_s:.3f} s"
             + (f"  failures: {trace.failures}" if trace.failures else "")
             + (f"  capped: {escape(trace.capped)}" if trace.capped else "")
@@ -225,7 +225,10 @@ def evaluate(
     if as_json:
         print_result_json(result, budget, feasible, split, model)
         return
-    Console().print(evaluation_table(f"{model} on {spec.world}", [(split, result)], budget.tok, budget.lat))
+    console = Console()
+    console.print(
+        evaluation_table(f"{model} on {spec.world}", [(split, result)], budget.tok, budget.lat, console.width)
+    )
 
 
 @reports_user_errors
