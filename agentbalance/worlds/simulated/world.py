@@ -287,6 +287,21 @@ def calibration_difficulties(domain: str, count: int) -> np.ndarray:
     return difficulties
 
 
+def relation(first: Backbone, second: Backbone) -> str:
+    """How two backbones are related by catalog facts alone: "checkpoint" (one family, one published total size: in
+    all likelihood one pretrained model, e.g. a base model and its chat tuning, two releases, a thinking and a
+    non-thinking mode), "family" (one family, another or an unknown size) or "different"."""
+    if first.family != second.family:
+        return "different"
+    checkpoint = _checkpoint(first)
+    return "checkpoint" if checkpoint is not None and checkpoint == _checkpoint(second) else "family"
+
+
+def _checkpoint(backbone: Backbone) -> tuple[str, str] | None:
+    """(family, total size) when the catalog gives the size, else None (no size: no checkpoint to share)."""
+    return None if backbone.params_total_b is None else (backbone.family, repr(backbone.params_total_b))
+
+
 def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
