@@ -1,12 +1,16 @@
 """Measure, on the real recordings, what makes two backbones' answers agree: the statistics behind the simulator's
-wrong-answer model (docs/simulated-world.md, "Why answers agree"). Read-only on ../shared/data; no simulator here.
+wrong-answer model (docs/simulated-world.md, "Why answers agree"). Read-only on ../shared/data; no simulator here
+(only its rule for which backbones are related, `relation`, so that the measured classes are the modelled ones).
 
 * how often two wrong backbones pick the same answer, per world (options: 10 on MMLU-Pro, 4 on ARC, free-form ...);
 * on MMLU-Pro, how that depends on the backbones: a rank-1 fit P(same | both wrong) = 1/9 + l_m l_n D gives each
   backbone's share l_m of considered (not guessed) wrong answers, and D the appeal's concentration;
 * how often a wrong answer has no readable answer at all, and whether that is independent across backbones;
 * how much difficulty is shared: the share of questions no backbone / every backbone solves, the error correlation
-  by pair strength, and each backbone's slope against the others' solve rate (lower for weak backbones).
+  by pair strength, and each backbone's slope against the others' solve rate (lower for weak backbones);
+* whether backbones of one catalog `family` err together beyond difficulty and pick the same wrong answers, in every
+  world, raw and against different-family pairs of the same accuracies; split by same / other published size
+  (`params_total_b`: the same size in one family is in all likelihood one pretrained model) and by `instruct`.
 Run: .venv/bin/python benchmarks/agreement_mechanisms.py   (writes benchmarks/results/agreement_mechanisms.json)
 """
 
@@ -19,10 +23,17 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
+
+from agentbalance.catalog import Backbone, Catalog
+from agentbalance.worlds.simulated import relation
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 WORLDS = ("mmlu-pro-dev", "routerbench-arc-challenge", "routerbench-winograde", "gsm8k-reasoning-dev", "date-mot-dev")
+FAMILY_WORLDS = (*WORLDS, "routerbench-mbpp")  # code: correctness only, no answers to compare
+MATCH_WINDOW = 0.03  # a control pair's lower and higher accuracies are each within this of the family pair's
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(24)
 
 
 def load(world: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, int]]:
@@ -134,10 +145,148 @@ def _logistic_slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(weights[1])
 
 
+def both_below(h: np.ndarray, k: np.ndarray, rho: float) -> np.ndarray:
+    """P(X < h, Y < k) for standard normals of correlation rho: Phi(h) Phi(k) + the integral over r in [0, rho] of
+    their density at correlation r (Plackett's identity), by 24-point Gauss-Legendre quadrature."""
+    r = rho * (_NODES + 1) / 2
+    h2, k2, one_minus = h[:, None], k[:, None], 1 - r**2
+    density = np.exp(-(h2**2 - 2 * r * h2 * k2 + k2**2) / (2 * one_minus)) / (2 * np.pi * np.sqrt(one_minus))
+    return norm.cdf(h) * norm.cdf(k) + density @ _WEIGHTS * rho / 2
+
+
+def latent_correlation(first: np.ndarray, second: np.ndarray, strata: np.ndarray) -> float:
+    """Correlation of two backbones' latent solve noise beyond difficulty: questions are grouped by how many other
+    backbones solve them, each backbone solves a group's question with its rate there, and rho is such that the
+    expected count of questions both solve equals the observed one (a probit model given the group: the
+    simulator's, whose noise is normal given the difficulty). Shared difficulty left within a group makes it
+    positive for every pair; what matters is a pair class's excess over others."""
+    thresholds_1, thresholds_2, sizes, observed = [], [], [], 0.0
+    for group in np.unique(strata):
+        rows = strata == group
+        p1, p2 = first[rows].mean(), second[rows].mean()
+        observed += float((first[rows] & second[rows]).sum())
+        if min(p1, p2) == 0 or max(p1, p2) == 1:  # a sure outcome carries no correlation
+            observed -= rows.sum() * p1 * p2
+            continue
+        thresholds_1.append(norm.ppf(p1))
+        thresholds_2.append(norm.ppf(p2))
+        sizes.append(rows.sum())
+    h, k, n = np.array(thresholds_1), np.array(thresholds_2), np.array(sizes)
+    low, high = -0.95, 0.99
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (middle, high) if float(n @ both_below(h, k, middle)) < observed else (low, middle)
+    return (low + high) / 2
+
+
+def pair_rows(answers: np.ndarray, correct: np.ndarray, backbones: list[Backbone]) -> pd.DataFrame:
+    """Per pair: its relation, accuracies, error phi, latent correlation beyond difficulty (groups by the solvers
+    among backbones of neither pair member's family, so that no family member's errors define the difficulty),
+    P(same | both wrong and answered), and P(both readable | both wrong) against its value if independent."""
+    accuracy = correct.mean(axis=0)
+    families = [b.family for b in backbones]
+    empty = answers == ""
+    rows = []
+    for i, j in itertools.combinations(range(len(backbones)), 2):
+        others = [k for k in range(len(backbones)) if families[k] not in (families[i], families[j])]
+        both_wrong = ~correct[:, i] & ~correct[:, j]
+        readable = (~empty[both_wrong, i] & ~empty[both_wrong, j]).mean() if both_wrong.any() else math.nan
+        independent = (1 - empty[~correct[:, i], i].mean()) * (1 - empty[~correct[:, j], j].mean())
+        rows.append(
+            {
+                "pair": f"{backbones[i].name} | {backbones[j].name}",
+                "relation": relation(backbones[i], backbones[j]),
+                "instruct": _instruct_pattern(backbones[i], backbones[j]),
+                "low": min(accuracy[i], accuracy[j]),
+                "high": max(accuracy[i], accuracy[j]),
+                "phi": float(np.corrcoef(correct[:, i], correct[:, j])[0, 1]),
+                "latent": latent_correlation(correct[:, i], correct[:, j], correct[:, others].sum(axis=1))
+                if len(others) >= 3
+                else math.nan,
+                "same_wrong": coincidence(answers, correct, i, j) if (answers != "").any() else math.nan,
+                "readable_excess": readable - independent if not empty.all() else math.nan,  # code: no answers
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _instruct_pattern(first: Backbone, second: Backbone) -> str:
+    flags = {first.instruct, second.instruct}
+    if None in flags:
+        return "unknown"
+    return "mixed" if len(flags) == 2 else ("both instruct" if True in flags else "both base")
+
+
+def matched_excess(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Each same-family pair's statistics minus the mean over different-family pairs of the same accuracies (lower
+    and higher each within MATCH_WINDOW; else the three nearest), and the share of wrong answers the pair would
+    have to share beyond its controls' coincidence: (same - control) / (1 - control)."""
+    controls_all = pairs[pairs["relation"] == "different"]
+    out = []
+    for _, pair in pairs[pairs["relation"] != "different"].iterrows():
+        distance = (controls_all["low"] - pair["low"]).abs().combine((controls_all["high"] - pair["high"]).abs(), max)
+        controls = controls_all[distance <= MATCH_WINDOW]
+        if len(controls) == 0:
+            controls = controls_all.loc[distance.nsmallest(3).index]
+        row = {key: pair[key] for key in ("pair", "relation", "instruct")} | {"controls": len(controls)}
+        for quantity in ("phi", "latent", "same_wrong", "readable_excess"):
+            row[quantity] = pair[quantity] - controls[quantity].mean()
+        control_same = controls["same_wrong"].mean()
+        row["shared_wrong_share"] = (
+            (pair["same_wrong"] - control_same) / (1 - control_same) if control_same < 1 else math.nan
+        )  # two options (Winogrande): two wrong answers are always the same
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _mean_and_error(values: pd.Series) -> list[float] | None:
+    """[mean, standard error, count] over pairs; None when no pair has the value."""
+    values = values.dropna()
+    if values.empty:
+        return None
+    error = float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else math.nan
+    return [round(float(values.mean()), 4), round(error, 4), len(values)]
+
+
+def family_effects(answers: np.ndarray, correct: np.ndarray, backbones: list[Backbone]) -> dict[str, object]:
+    """Raw means by relation, and the accuracy-matched excess of same-family pairs by relation and instruct pattern."""
+    pairs = pair_rows(answers, correct, backbones)
+    quantities = ("phi", "latent", "same_wrong", "readable_excess")
+    raw = {name: {q: _mean_and_error(group[q]) for q in quantities} for name, group in pairs.groupby("relation")}
+    excess = matched_excess(pairs)
+    if excess.empty:
+        return {"raw_by_relation_mean_se_n": raw, "note": "no two backbones of one family"}
+    by_relation = {
+        name: {q: _mean_and_error(group[q]) for q in (*quantities, "shared_wrong_share")}
+        for name, group in [("all same-family", excess), *excess.groupby("relation")]
+    }
+    by_instruct = {
+        f"{relation_name}, {pattern}": {q: _mean_and_error(group[q]) for q in ("latent", "same_wrong")}
+        for (relation_name, pattern), group in excess.groupby(["relation", "instruct"])
+    }
+    return {
+        "pairs_by_relation": pairs["relation"].value_counts().to_dict(),
+        "raw_by_relation_mean_se_n": raw,
+        "matched_excess_by_relation_mean_se_n": by_relation,
+        "matched_excess_by_instruct_mean_se_n": by_instruct,
+        "matched_excess_per_pair": [
+            {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
+            for row in excess.to_dict("records")
+        ],
+    }
+
+
 def main() -> None:
     if not SHARED.is_dir():
         raise SystemExit(f"{SHARED} is absent: these statistics are measured on its recordings")
     worlds: dict[str, dict[str, object]] = {}
+    families: dict[str, dict[str, object]] = {}
+    for world in FAMILY_WORLDS:
+        answers_table, correct_table, _ = load(world)
+        catalog = Catalog.load(SHARED / world / "models.yaml")
+        backbones = [catalog[name] for name in answers_table.columns]
+        families[world] = family_effects(answers_table.to_numpy(), correct_table.to_numpy(), backbones)
+        print(world, json.dumps(families[world].get("matched_excess_by_relation_mean_se_n"))[:600], flush=True)
     for world in WORLDS:
         answers_table, correct_table, options = load(world)
         answers, correct = answers_table.to_numpy(), correct_table.to_numpy()
@@ -161,7 +310,18 @@ def main() -> None:
         worlds[world] = entry
         print(world, json.dumps(entry)[:400], flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    report = {"command": "python benchmarks/agreement_mechanisms.py", "worlds": worlds}
+    report = {
+        "command": "python benchmarks/agreement_mechanisms.py",
+        "worlds": worlds,
+        "family": {
+            "what": "same-family pairs against different-family ones: phi of errors; latent = correlation of the solve "
+            "noise beyond difficulty (probit given the solvers among other families); same_wrong = P(same | both "
+            "wrong, both answered); readable_excess = P(both readable | both wrong) minus its value if independent; "
+            "shared_wrong_share = (same_wrong - control) / (1 - control). Matched: minus the mean over different-"
+            f"family pairs whose lower and higher accuracies are each within {MATCH_WINDOW}. [mean, se, pairs]",
+            "worlds": families,
+        },
+    }
     (RESULTS / "agreement_mechanisms.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 

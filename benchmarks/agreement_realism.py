@@ -10,7 +10,8 @@ backbones pick the same letter 35% of the time on MMLU-Pro's ten options, 69% on
 matched ten-option recordings with four-option items would be wrong. For the record, two more comparisons, no
 targets: the simulator's own four-option general items (where it should agree more than on MMLU-Pro), and
 routerbench-arc-challenge (four options; its catalog has no published scores, so each backbone is calibrated to
-its recorded accuracy there).
+its recorded accuracy there). Each comparison is also split by how the pair is related in the catalog (one family
+and size, one family, different families), since related backbones agree more.
 Run: .venv/bin/python benchmarks/agreement_realism.py   (writes benchmarks/results/agreement_realism.json)
 """
 
@@ -34,6 +35,7 @@ from agentbalance.splits import synthetic_split
 from agentbalance.worlds import open_world
 from agentbalance.worlds.base import World
 from agentbalance.worlds.replay import ReplayWorld
+from agentbalance.worlds.simulated import relation
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -113,6 +115,27 @@ def worst_pairs(
     ]
 
 
+def by_relation(
+    real: dict[str, dict[str, float]], simulated: dict[str, dict[str, float]], catalog: Catalog
+) -> dict[str, dict[str, object]]:
+    """Means over the pairs of each relation (one family and size, one family, different families): real and
+    simulated, and the mean absolute differences, to see whether related backbones agree as they do in reality."""
+    classes: dict[str, list[str]] = {}
+    for pair in real:
+        first, second = pair.split(" | ")
+        classes.setdefault(relation(catalog[first], catalog[second]), []).append(pair)
+    out: dict[str, dict[str, object]] = {}
+    for name, pairs in sorted(classes.items()):
+        row: dict[str, object] = {"pairs": len(pairs)}
+        for quantity in ("p_agree", "p_correct_given_agree", "error_phi", "p_same_given_both_wrong"):
+            row[quantity] = [
+                round(float(np.nanmean([side[p][quantity] for p in pairs])), 4) for side in (real, simulated)
+            ]
+        row |= differences({p: real[p] for p in pairs}, {p: simulated[p] for p in pairs})
+        out[name] = row
+    return out
+
+
 def compare(
     replay: ReplayWorld, simulator: World, roles: RoleSet, queries: Sequence[Query], simulated_queries: Sequence[Query]
 ) -> dict[str, object]:
@@ -124,6 +147,7 @@ def compare(
         "summary": differences(real, simulated),
         "real": overview(real, real_table),
         "simulated": overview(simulated, sim_table),
+        "by_relation_real_simulated": by_relation(real, simulated, replay.catalog),
         "worst_pairs": worst_pairs(real, simulated),
         "pairs": {p: {"real": real[p], "simulated": simulated[p]} for p in real},
     }
@@ -173,7 +197,8 @@ def main() -> None:
     four_options = compare(
         replay, simulator, roles, recorded, synthetic_split("test", args.queries, seed=args.seed, domains=("general",))
     )
-    del four_options["pairs"], four_options["worst_pairs"], four_options["real"]
+    for key in ("pairs", "worst_pairs", "real", "by_relation_real_simulated"):
+        del four_options[key]
     recorded_accuracy = open_world(
         "sim",
         catalog=calibrated_to_recordings(replay, answers_of(replay, roles, recorded, replay.catalog.names), "mmlu_pro"),

@@ -2,6 +2,6 @@
 synthetic domains as tasks (task.py). It must always say it is a simulator; see docs/simulated-world.md.
 """
 
-from agentbalance.worlds.simulated.world import QueryProfile, SimulatedWorld, SimulationParameters
+from agentbalance.worlds.simulated.world import QueryProfile, SimulatedWorld, SimulationParameters, relation
 
-__all__ = ["QueryProfile", "SimulatedWorld", "SimulationParameters"]
+__all__ = ["QueryProfile", "SimulatedWorld", "SimulationParameters", "relation"]

@@ -41,6 +41,10 @@ class SimulationParameters:
     reasoning_discrimination: float = 1.33  # flatter (0.7 a): reasoning gains most on hard items
     competence_scale: float = 0.185  # competence = 1 - exp(-score / this): slope and considered errors scale with it
     role_noise_share: float = 0.3  # share of an agent's solve noise that depends on its role (prompt)
+    family_noise_share: float = 0.04  # of the solve noise, shared by a catalog family's backbones (measured 0.037)
+    checkpoint_noise_share: float = 0.08  # more, for one family's backbones of one total size: 0.119 in all
+    family_wrong_share: float = 0.02  # of the items, those where a family's wrong answers come from one draw (0.017)
+    checkpoint_wrong_share: float = 0.08  # more, those where one size's wrong answers do (0.099 in all)
     specialist_bonus: float = 0.15  # logit bonus of a solver whose domain is the query's
     mismatch_penalty: float = 0.7  # logit penalty of a role from another domain (halved for non-solvers)
     self_weight_base: float = 0.5  # an agent's weight on its own answer: base + skill * p_own
@@ -62,6 +66,15 @@ class SimulationParameters:
     token_noise_sd: float = 0.3
     prefill_speedup: float = 20.0  # prefill tokens/s = decode tokens/s x this
     calibration_items: int = 8000  # the reference sample; its own sampling error is ~0.5 points
+
+    def __post_init__(self) -> None:
+        """Reject shares that cannot be shares: when building, not on the first call."""
+        noise = self.role_noise_share + self.family_noise_share + self.checkpoint_noise_share
+        if min(self.role_noise_share, self.family_noise_share, self.checkpoint_noise_share) < 0 or noise > 1:
+            raise ValueError(f"the solve-noise shares must be >= 0 and sum to at most 1 (they sum to {noise})")
+        wrong = self.family_wrong_share + self.checkpoint_wrong_share
+        if min(self.family_wrong_share, self.checkpoint_wrong_share) < 0 or wrong > 1:
+            raise ValueError(f"the shared wrong-answer shares must be >= 0 and sum to at most 1 (they sum to {wrong})")
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,7 @@ class SimulatedWorld:
             for domain in DOMAINS
         }
         self.abilities = self._calibrate()
+        self.checkpoints = {b.name: _checkpoint(b) for b in catalog}
 
     # ---- calibration
 
@@ -205,22 +219,52 @@ class SimulatedWorld:
 
     def _own_answer(self, profile: QueryProfile, backbone: Backbone, p_own: float, key: tuple[str, ...]) -> str | None:
         """Solve alone. The noise is mostly per (query, backbone): at temperature 0 a backbone repeats
-        itself, and only a share depends on the role's prompt. A wrong answer is a considered one (drawn by the
-        item's appeal, which every backbone shares: so wrong answers coincide) with probability the backbone's
-        competence, else a guess among the wrong answers; a share of wrong answers gives no readable answer."""
+        itself, and only a share depends on the role's prompt (a small share is its family's). A wrong answer is a
+        considered one (drawn by the item's appeal, which every backbone shares: so wrong answers coincide) with
+        probability the backbone's competence, else a guess among the wrong answers (on some items its family's
+        draws decide); a share of wrong answers gives no readable answer."""
         p = self.parameters
-        share = p.role_noise_share
-        z = math.sqrt(1 - share) * self._normal("solve", *key[:2]) + math.sqrt(share) * self._normal("solve", *key)
-        if z < _NORMAL.inv_cdf(min(max(p_own, 1e-9), 1 - 1e-9)):
+        if self._solve_noise(backbone, key) < _NORMAL.inv_cdf(min(max(p_own, 1e-9), 1 - 1e-9)):
             return profile.gold
         if profile.multiple_choice and self._uniform("unanswered", *key) < p.unanswered_share:
             return None
-        count, draw = len(profile.distractors), self._uniform("wrong", *key)
-        if self._uniform("considered", *key) < self.competence(backbone, profile.domain):
+        source = self._wrong_answer_source(backbone, key)
+        count, draw = len(profile.distractors), self._uniform("wrong", *source)
+        if self._uniform("considered", *source) < self.competence(backbone, profile.domain):
             pick = int(np.searchsorted(np.cumsum(self.appeal(key[0], count)), draw, side="right"))
         else:
             pick = int(draw * count)
         return profile.distractors[min(pick, count - 1)]
+
+    def _solve_noise(self, backbone: Backbone, key: tuple[str, ...]) -> float:
+        """The standard normal an agent's solve draw is compared with: a sum of independent parts, specific to the
+        role (its prompt), to the backbone, shared by its family, and by its family's backbones of one total size.
+        Related backbones err on the same items beyond difficulty (measured on the recordings: docs, "Why answers
+        agree"); each backbone's own accuracy is unchanged, its noise is standard normal whatever the shares."""
+        p = self.parameters
+        checkpoint = self.checkpoints[backbone.name]
+        lineage = p.family_noise_share + (p.checkpoint_noise_share if checkpoint else 0.0)
+        z = math.sqrt(1 - p.role_noise_share - lineage) * self._normal("solve", *key[:2])
+        z += math.sqrt(p.role_noise_share) * self._normal("solve", *key)
+        if p.family_noise_share > 0:
+            z += math.sqrt(p.family_noise_share) * self._normal("solve-family", key[0], backbone.family)
+        if checkpoint and p.checkpoint_noise_share > 0:
+            z += math.sqrt(p.checkpoint_noise_share) * self._normal("solve-checkpoint", key[0], *checkpoint)
+        return z
+
+    def _wrong_answer_source(self, backbone: Backbone, key: tuple[str, ...]) -> tuple[str, ...]:
+        """Whose draws pick a wrong answer: on a share of the items a family (more: a family's backbones of one size)
+        has one misconception, so its failing backbones give the same wrong answer; else the agent's own draws.
+        One coin per (item, family), so every member sees the same one; each backbone's wrong answers keep their
+        distribution."""
+        p = self.parameters
+        checkpoint = self.checkpoints[backbone.name]
+        coin = self._uniform("wrong-lineage", key[0], backbone.family)
+        if coin < p.checkpoint_wrong_share:
+            return (key[0], "checkpoint", *checkpoint) if checkpoint else key
+        if coin < p.checkpoint_wrong_share + p.family_wrong_share:
+            return (key[0], "family", backbone.family, None)  # four keys: never an agent's own three
+        return key
 
     def _combine(
         self,
@@ -285,6 +329,21 @@ def calibration_difficulties(domain: str, count: int) -> np.ndarray:
     difficulties = np.array([item.metadata["difficulty"] for item in items])
     difficulties.setflags(write=False)
     return difficulties
+
+
+def relation(first: Backbone, second: Backbone) -> str:
+    """How two backbones are related by catalog facts alone: "checkpoint" (one family, one published total size: in
+    all likelihood one pretrained model, e.g. a base model and its chat tuning, two releases, a thinking and a
+    non-thinking mode), "family" (one family, another or an unknown size) or "different"."""
+    if first.family != second.family:
+        return "different"
+    checkpoint = _checkpoint(first)
+    return "checkpoint" if checkpoint is not None and checkpoint == _checkpoint(second) else "family"
+
+
+def _checkpoint(backbone: Backbone) -> tuple[str, str] | None:
+    """(family, total size) when the catalog gives the size, else None (no size: no checkpoint to share)."""
+    return None if backbone.params_total_b is None else (backbone.family, repr(backbone.params_total_b))
 
 
 def _sigmoid(x: float) -> float:
