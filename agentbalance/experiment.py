@@ -84,14 +84,23 @@ def experiment_splits(spec: ExperimentSpec, world: World, task: Task | None) -> 
     return world_splits(world, spec.sizes, seed=spec.seed)
 
 
+def task_grader(task: Task | None) -> Grader | None:
+    """The task's scorer for worlds that do not grade (live); None where the world grades."""
+    return task.score if task is not None else None
+
+
+def answers_agree(task: Task | None) -> SameAnswer:
+    """How conditional agents compare answers: the task's rule, else the world's canonical answers'."""
+    return task.same_answer if task is not None else same_recorded_answer
+
+
 def experiment_pools(
     spec: ExperimentSpec,
     world: World,
     catalogs: ControllerCatalogs,
     roles: RoleSet,
     train: Sequence[Query],
-    grader: Grader | None,
-    same_answer: SameAnswer,
+    task: Task | None,
 ) -> PoolingResult:
     """The Pareto-kept backbones and, where calls are free (simulated, replay), the dominated ones whose
     cascades raise the training split's frontier (`complementary_backbones`), pooled by k-medoids. A live
@@ -102,7 +111,8 @@ def experiment_pools(
     names = list(catalogs.pooled.names)
     decision = roles.decision.name
     pairs = [(MAS.single(decision, name), query) for name in names for query in train]
-    outcomes = execute(world, roles, pairs, grader, same_answer=same_answer)
+    same_answer = answers_agree(task)
+    outcomes = execute(world, roles, pairs, task_grader(task), same_answer=same_answer)
     n = len(train)
     alone = {
         name: AloneOnTraining(
@@ -151,9 +161,7 @@ class Experiment:
         world, catalogs, default_roles, task = resolve_world(spec)
         roles = roles or default_roles
         splits = experiment_splits(spec, world, task)
-        grader = task.score if task is not None else None
-        same_answer = task.same_answer if task is not None else same_recorded_answer
-        pools = experiment_pools(spec, world, catalogs, roles, splits.train, grader, same_answer)
+        pools = experiment_pools(spec, world, catalogs, roles, splits.train, task)
         encoder = TextEncoder()
         context = ControllerContext.build(catalogs.described, pools, roles, encoder)
         on_stage("embedding the questions")
@@ -162,13 +170,11 @@ class Experiment:
 
     @property
     def grader(self) -> Grader | None:
-        """The task's scorer for worlds that do not grade (live); None where the world grades."""
-        return self.task.score if self.task is not None else None
+        return task_grader(self.task)
 
     @property
     def same_answer(self) -> SameAnswer:
-        """How conditional agents compare answers: the task's rule, else the world's canonical answers'."""
-        return self.task.same_answer if self.task is not None else same_recorded_answer
+        return answers_agree(self.task)
 
     @property
     def kept(self) -> list[str]:

@@ -200,3 +200,17 @@ def test_complements_join_the_pools_and_are_reported() -> None:
     assert report["complements"] == ["m2"] and all(row["name"] != "m2" for row in report["dropped"])
     with pytest.raises(AgentBalanceError, match="not backbones of the catalog"):
         build_pools(catalog, complements=["no-such"])
+
+
+def test_an_experiment_pools_complements_only_from_dominated_backbones_and_only_when_asked(tmp_path) -> None:
+    """In a replay world the training split decides the complements; `complements=False` keeps the paper's
+    Pareto pools."""
+    from agentbalance.experiment import Experiment, ExperimentSpec
+    from tests.test_replay_world import mcq_tables, write_world
+
+    folder = write_world(tmp_path / "world", *mcq_tables())
+    world = f"replay:{folder}"
+    plain = Experiment.open(ExperimentSpec(world=world, sizes=(10, 5, 5), complements=False)).pools
+    pooled = Experiment.open(ExperimentSpec(world=world, sizes=(10, 5, 5))).pools
+    assert plain.complements == [] and set(pooled.complements) <= set(plain.dominated_by)
+    assert set(pooled.kept) == set(plain.kept) | set(pooled.complements)
