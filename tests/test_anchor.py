@@ -14,7 +14,7 @@ import torch
 
 from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
-from agentbalance.evaluation.measure import Evaluation, measure
+from agentbalance.evaluation.measure import CONFIDENCE_Z, Evaluation, measure, summarise
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
 from agentbalance.policy.condition import budget_condition, conditions
@@ -52,15 +52,23 @@ def _templates(experiment: Experiment) -> list[MAS]:
     )
 
 
-def _best_fitting_template(experiment: Experiment, budget: Budget) -> MAS:
+def _best_fitting_template(measured: list[tuple[MAS, Evaluation]], budget: Budget) -> MAS:
     """Independently of the trainer: the template with the best Perf on the training and validation
     questions whose upper cost bounds meet `budget` (the smallest excess when none does)."""
-    questions = experiment.splits.train + experiment.splits.val
-    measured = [(mas, measure(experiment, [mas] * len(questions), questions)) for mas in _templates(experiment)]
     fitting = [(mas, e) for mas, e in measured if e.meets(budget)]
     if not fitting:
         return min(measured, key=lambda item: item[1].excess(budget))[0]
     return max(fitting, key=lambda item: (item[1].perf, -item[1].tok))[0]
+
+
+@pytest.fixture(scope="module")
+def measured_templates(small_experiment) -> list[tuple[MAS, Evaluation]]:
+    """Every template measured once on the training and validation questions (one batch)."""
+    questions = small_experiment.splits.train + small_experiment.splits.val
+    templates = _templates(small_experiment)
+    outcomes = small_experiment.execute([(mas, q) for mas in templates for q in questions])
+    n = len(questions)
+    return [(mas, summarise([mas] * n, outcomes[i * n : (i + 1) * n], CONFIDENCE_Z)) for i, mas in enumerate(templates)]
 
 
 def _shape(mas: MAS) -> tuple[object, ...]:
@@ -128,14 +136,16 @@ def test_a_mas_the_controller_cannot_construct_is_refused_with_the_reason(small_
         controller.decisions_of([unknown])
 
 
-def test_the_anchored_start_is_the_best_template_that_fits_each_budget(small_experiment, one_thread) -> None:
+def test_the_anchored_start_is_the_best_template_that_fits_each_budget(
+    small_experiment, measured_templates, one_thread
+) -> None:
     val = small_experiment.splits.val
     strongest = small_experiment.strongest_backbone()
     chain = measure(small_experiment, [topology_mas("chain", small_experiment.roles, strongest)] * len(val), val)
     budget_range = BudgetRange(Budget(chain.tok_upper * 1.2, chain.lat_upper * 1.2), ratio=1000, steps=3)
     trainer = _trainer(small_experiment, budget_range, TrainConfig())
     imitated = trainer.anchor(small_experiment.splits.train, val)
-    expected = [_best_fitting_template(small_experiment, budget) for budget in budget_range.budgets()]
+    expected = [_best_fitting_template(measured_templates, budget) for budget in budget_range.budgets()]
     assert [_shape(mas) for mas in imitated] == [_shape(mas) for mas in expected]
     assert len({_shape(mas) for mas in imitated}) > 1, "the range should span budgets that different templates fit best"
     for target, (budget, template) in enumerate(zip(budget_range.budgets(), imitated, strict=True)):
@@ -170,7 +180,7 @@ def test_a_trained_policy_must_win_by_the_margin_to_replace_the_anchored_start()
     assert selection_key((0, 0.95), True, margin) < selection_key((1, 0.50), False, margin), "budgets met first"
 
 
-def test_a_build_that_learns_nothing_keeps_the_anchored_start(small_experiment, one_thread) -> None:
+def test_a_build_that_learns_nothing_keeps_the_anchored_start(small_experiment, measured_templates, one_thread) -> None:
     """With a zero learning rate every epoch behaves like the anchored start: the result says so, and
     its margin is one standard error of the anchored start's validation Perf."""
     val = small_experiment.splits.val
@@ -179,7 +189,7 @@ def test_a_build_that_learns_nothing_keeps_the_anchored_start(small_experiment, 
     _, _, result = train_on(small_experiment, spec)
     assert result.anchored
     assert 0 < result.anchor_margin <= 0.5 / len(val) ** 0.5
-    best = _best_fitting_template(small_experiment, budget)
+    best = _best_fitting_template(measured_templates, budget)
     template = measure(small_experiment, [best] * len(val), val)
     assert template.meets(budget)
     assert result.val.meets(budget) and result.val.perf >= template.perf

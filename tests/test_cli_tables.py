@@ -56,7 +56,7 @@ def test_the_agents_table_of_a_cascade_keeps_ids_backbones_and_notes_whole(width
     roles = RoleSet.load("mixed")
     mas = MAS(
         [
-            Agent(id="solver-one", role="Step-by-step Calculator", backbone="qwen3-30b-a3b"),
+            Agent(id="solver-one", role="Step-by-step Calculator", backbone="qwen3-1.7b"),
             Agent(id="solver-two", role="Mathematician", backbone="qwen3-8b"),
             Agent(id="decider", role="Decision Maker", backbone="qwen3-235b-a22b-think", when="disagree"),
         ],
@@ -64,12 +64,12 @@ def test_the_agents_table_of_a_cascade_keeps_ids_backbones_and_notes_whole(width
         "decider",
     )
     traces = Runner(open_world("sim"), roles).run_sync(
-        [(mas, Query(id=f"q{i}", question=f"{i} + {i}?")) for i in range(6)]
+        [(mas, Query(id=f"q{i}", question=f"{i} + {i}?")) for i in range(30)]
     )
     notes = {
         agent.skipped or ("ran: inputs disagreed" if agent.escalated else "") for t in traces for agent in t.agents
     }
-    assert "inputs agreed" in notes and "ran: inputs disagreed" in notes, "the six queries show both"
+    assert "inputs agreed" in notes and "ran: inputs disagreed" in notes, "thirty queries show both"
     for trace in traces:
         lines = rendered(agents_table(trace, width), width)
         note = "inputs agreed" if not trace.escalated else "ran: inputs disagreed"
