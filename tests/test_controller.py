@@ -185,3 +185,12 @@ def test_the_expected_chain_length_counts_the_agents_a_chain_can_span() -> None:
         kept = int(one.keep.sum()) - 1  # optional agents kept
         length = float(step.expected_length[index].detach())
         assert length == 1.0 if kept == 0 else 2.0 - 1e-6 <= length <= 1.0 + kept + 1e-6
+
+
+def test_a_pool_cap_gives_finite_gradients() -> None:
+    """Training under --max-pool: the masked pools must not turn the thresholds' gradients into NaN."""
+    torch.manual_seed(7)
+    controller = Controller(tiny_context(), ControllerConfig(embed_dim=EMBED, hidden=8, max_pool=0))
+    step = controller(torch.randn(32, EMBED), mode="sample", generator=torch.Generator().manual_seed(7))
+    (-(step.log_prob + step.entropy).mean()).backward()
+    assert all(torch.isfinite(p.grad).all() for p in controller.parameters() if p.grad is not None)

@@ -113,9 +113,9 @@ def test_a_killed_live_build_pays_for_no_call_twice(tmp_path: Path) -> None:
     env = {"AGENTBALANCE_API_KEY": "sk-loopback"}
     with LoopbackServer(api_keys={"sk-loopback"}) as server:
 
-        def live(cache: str) -> list[str]:
+        def live(cache: str) -> list[str]:  # pools 0-1 only: fewer templates to pay for, the same resume path
             return ["--world", "live", "--base-url", server.base_url, "--cache-dir", str(tmp_path / cache),
-                    "--task", "jsonl", "--data", str(questions)]  # fmt: skip
+                    "--task", "jsonl", "--data", str(questions), "--max-pool", "1"]  # fmt: skip
 
         done = agentbalance(*build_args(tmp_path / "reference", *live("cache-a")), cwd=tmp_path, env=env)
         assert done.returncode == 0, done.stderr

@@ -43,8 +43,7 @@ class PoolSelection(nn.Module):
         effective = difficulty + delta + self.offset + self.condition_offset(condition).squeeze(-1)
         cumulative = torch.sigmoid((self.thresholds().unsqueeze(0) - effective.unsqueeze(1)) / self.temperature)
         cumulative = torch.cat([torch.zeros(batch, 1), cumulative, torch.ones(batch, 1)], dim=1)
-        probabilities = (cumulative[:, 1:] - cumulative[:, :-1]).clamp_min(1e-9)
-        if max_pool is not None:
-            allowed = torch.arange(self.pool_count) <= max_pool
-            probabilities = probabilities * allowed
-        return torch.log(probabilities / probabilities.sum(dim=1, keepdim=True))
+        log_probabilities = torch.log((cumulative[:, 1:] - cumulative[:, :-1]).clamp_min(1e-9))
+        if max_pool is not None:  # masked after the log: log(0) would send NaN gradients to every threshold
+            log_probabilities = log_probabilities.masked_fill(torch.arange(self.pool_count) > max_pool, float("-inf"))
+        return torch.log_softmax(log_probabilities, dim=1)
