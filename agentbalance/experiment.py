@@ -19,13 +19,13 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerCatalogs, ControllerContext
 from agentbalance.pooling import AloneOnTraining, PoolingResult, build_pools, complementary_backbones
-from agentbalance.query import Query
+from agentbalance.query import Query, SameAnswer
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import Grader, Outcome, execute
 from agentbalance.splits import Splits, task_splits, world_splits
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import LiveOptions, open_task, open_world
-from agentbalance.worlds.base import RecordedWorld, SameAnswer, SyncWorld, World, pooled_catalog, same_recorded_answer
+from agentbalance.worlds.base import RecordedWorld, SyncWorld, World, pooled_catalog, same_recorded_answer
 
 
 @dataclass(frozen=True)
@@ -114,19 +114,20 @@ def experiment_pools(
     same_answer = answers_agree(task)
     outcomes = execute(world, roles, pairs, task_grader(task), same_answer=same_answer)
     n = len(train)
-    alone = {
-        name: AloneOnTraining(
-            [o.answer or None for o in outcomes[i * n : (i + 1) * n]],
-            np.array([bool(o.correct) for o in outcomes[i * n : (i + 1) * n]]),
-            np.array([o.cost_usd for o in outcomes[i * n : (i + 1) * n]]),
-            np.array([o.latency_s for o in outcomes[i * n : (i + 1) * n]]),
-        )
-        for i, name in enumerate(names)
-    }
+    alone = {name: _alone(outcomes[i * n : (i + 1) * n]) for i, name in enumerate(names)}
     complements = complementary_backbones(alone, pools.kept, train, same_answer)
     if not complements:
         return pools
     return build_pools(catalogs.pooled, k=spec.pools, seed=spec.seed, complements=complements)
+
+
+def _alone(outcomes: Sequence[Outcome]) -> AloneOnTraining:
+    return AloneOnTraining(
+        [o.answer or None for o in outcomes],
+        np.array([bool(o.correct) for o in outcomes]),
+        np.array([o.cost_usd for o in outcomes]),
+        np.array([o.latency_s for o in outcomes]),
+    )
 
 
 def embed_queries(encoder: TextEncoder, queries: Sequence[Query]) -> dict[str, torch.Tensor]:

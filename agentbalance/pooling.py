@@ -10,7 +10,7 @@ KMedoids is unmaintained and whose wheel does not import with numpy 2.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +20,7 @@ import pandas as pd
 
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
-from agentbalance.query import Query
-
-SameAnswer = Callable[[Query, str, str], bool]  # whether two parsed answers are one (worlds.base.SameAnswer)
+from agentbalance.query import Query, SameAnswer
 
 DEFAULT_POOL_COUNT = 4
 
@@ -192,18 +190,21 @@ class AloneOnTraining:
     latency: np.ndarray  # [N] seconds
 
 
+def agreement(
+    first: AloneOnTraining, second: AloneOnTraining, questions: Sequence[Query], same: SameAnswer
+) -> np.ndarray:
+    """[N] bool: where both backbones gave an answer and it is one answer (the condition of a cascade)."""
+    pairs = zip(questions, first.answers, second.answers, strict=True)
+    return np.array([a is not None and b is not None and same(q, a, b) for q, a, b in pairs], dtype=bool)
+
+
 def cascade_estimate(
-    first: AloneOnTraining,
-    second: AloneOnTraining,
-    escalation: AloneOnTraining,
-    questions: Sequence[Query],
-    same: SameAnswer,
+    first: AloneOnTraining, second: AloneOnTraining, escalation: AloneOnTraining, agree: np.ndarray
 ) -> tuple[float, float, float]:
     """(Perf, mean cost, mean latency) of the cascade first + second -> escalation, estimated from the three
-    backbones alone: where the two agree their answer stands, else the escalation's does. It ignores how a
-    note or a role changes an answer; it only decides which backbones are worth pooling."""
-    pairs = zip(questions, first.answers, second.answers, strict=True)
-    agree = np.array([a is not None and b is not None and same(q, a, b) for q, a, b in pairs])
+    backbones alone and the answerers' `agreement`: where the two agree their answer stands, else the
+    escalation's does. It ignores how a note or a role changes an answer; it only decides which backbones
+    are worth pooling."""
     correct = np.where(agree, first.correct, escalation.correct)
     cost = first.cost + second.cost + np.where(agree, 0.0, escalation.cost)
     latency = np.maximum(first.latency, second.latency) + np.where(agree, 0.0, escalation.latency)
@@ -223,11 +224,16 @@ def complementary_backbones(
     far by the most, if by more than `z` standard errors of Perf. Two dominated backbones can thus pay
     together (the second joins once the first is in)."""
 
+    agreements: dict[tuple[str, str], np.ndarray] = {}  # per answerer pair: each is met by many escalations
+
     def point(mas: tuple[str, ...]) -> tuple[float, float]:
         if len(mas) == 1:
             run = alone[mas[0]]
             return float(run.correct.mean()), float(run.cost.mean())
-        perf, cost, _ = cascade_estimate(alone[mas[0]], alone[mas[1]], alone[mas[2]], questions, same)
+        first, second, escalation = mas
+        if (first, second) not in agreements:
+            agreements[(first, second)] = agreement(alone[first], alone[second], questions, same)
+        perf, cost, _ = cascade_estimate(alone[first], alone[second], alone[escalation], agreements[(first, second)])
         return perf, cost
 
     def cascades_with(candidate: str, others: Sequence[str]) -> list[tuple[str, str, str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import string
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +104,8 @@ def unique_by_id(numbered: Iterable[tuple[int, Query]], path: str | Path, id_nam
     if not queries:
         raise AgentBalanceError(f"{path}: no {noun} in the file")
     return queries
+
+
+SameAnswer = Callable[[Query, str, str], bool]
+"""Whether two parsed answers to a query are one answer (never judged from the gold): the tasks' rules
+(`Task.same_answer`) and the canonical-answer rule of the simulated and replay worlds have this shape."""

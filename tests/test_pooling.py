@@ -12,6 +12,7 @@ from agentbalance.catalog import Backbone, Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.pooling import (
     AloneOnTraining,
+    agreement,
     build_pools,
     cascade_estimate,
     complementary_backbones,
@@ -184,7 +185,7 @@ def test_a_dominated_backbone_with_complementary_errors_is_pooled_and_a_correlat
     twin = _alone(range(300), 1.5, "x")  # the cheap one's errors, answer for answer
     alone = {"cheap": cheap, "strong": strong, "complement": complement, "twin": twin}
     # cheap + complement -> strong: they agree (and are right) on 70%, strong answers the rest: 85% at cost 5.5
-    perf, cost, _ = cascade_estimate(cheap, complement, strong, questions, _same)
+    perf, cost, _ = cascade_estimate(cheap, complement, strong, agreement(cheap, complement, questions, _same))
     assert perf == pytest.approx(0.85) and cost == pytest.approx(2.5 + 0.3 * 10)
     assert complementary_backbones(alone, ["cheap", "strong"], questions, _same) == ["complement"]
 

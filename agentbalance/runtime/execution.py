@@ -21,14 +21,13 @@ from dataclasses import dataclass, replace
 from agentbalance.catalog import Backbone, Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
-from agentbalance.query import Query
+from agentbalance.query import Query, SameAnswer
 from agentbalance.roles import Role, RoleSet
 from agentbalance.runtime.trace import AgentTrace, Trace
 from agentbalance.worlds.base import (
     AgentCall,
     AgentCallFailed,
     Completion,
-    SameAnswer,
     Upstream,
     same_recorded_answer,
 )

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentbalance.mas import MAS
-from agentbalance.query import Query
+from agentbalance.query import Query, SameAnswer
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import AgentResult, Execution, Grader, Outcome
-from agentbalance.worlds.base import AgentCallFailed, SameAnswer, SyncWorld, World, same_recorded_answer
+from agentbalance.worlds.base import AgentCallFailed, SyncWorld, World, same_recorded_answer
 
 __all__ = ["Grader", "Outcome", "execute", "rollout", "rollout_execution"]
 

@@ -11,11 +11,11 @@ from collections.abc import Iterable, Sequence
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
-from agentbalance.query import Query
+from agentbalance.query import Query, SameAnswer
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import AgentResult, Caps, Execution, Grader
 from agentbalance.runtime.trace import Trace
-from agentbalance.worlds.base import AgentCall, AgentCallFailed, SameAnswer, World, same_recorded_answer
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, World, same_recorded_answer
 
 __all__ = ["Caps", "Grader", "Runner"]
 

@@ -5,18 +5,16 @@ Worlds answer calls; they never decide which agents run or how they are wired (t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
 from agentbalance.catalog import Backbone, Catalog
 from agentbalance.mas import Agent
-from agentbalance.query import Query
+from agentbalance.query import Query, SameAnswer
 from agentbalance.roles import Role
 from agentbalance.tasks.formats import same_text
-
-SameAnswer = Callable[[Query, str, str], bool]  # whether two parsed answers are one answer (never from the gold)
 
 same_recorded_answer: SameAnswer = same_text
 """How answers compare when no task says otherwise: the simulated and replay worlds give canonical answers
