@@ -8,8 +8,8 @@ that fits a budget (`Trainer.anchor`). Each graph is built with full validation 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from itertools import pairwise
+from collections.abc import Callable, Sequence
+from itertools import combinations_with_replacement, pairwise
 
 import numpy as np
 
@@ -112,6 +112,17 @@ def _answerer_nodes(roles: RoleSet, count: int) -> list[Node]:
         seen[role] = seen.get(role, 0) + 1
         nodes.append((role, seen[role]))
     return nodes
+
+
+def cascade_backbones(names: Sequence[str]) -> list[tuple[tuple[str, str], str]]:
+    """Every (answerers, escalation) of an agreement cascade over `names`: each pair of backbones, one
+    backbone twice included (two of its samples), and each other backbone as the escalation."""
+    return [
+        (answerers, escalation)
+        for answerers in combinations_with_replacement(names, 2)
+        for escalation in names
+        if escalation not in answerers
+    ]
 
 
 def cascade_mas(roles: RoleSet, answerers: tuple[str, str], escalation: str) -> MAS:

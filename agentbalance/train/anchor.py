@@ -20,7 +20,7 @@ from agentbalance.mas import MAS
 from agentbalance.policy.condition import conditions
 from agentbalance.policy.controller import Controller, Decisions
 from agentbalance.query import Query
-from agentbalance.templates import answerer_roles, cascade_mas, topology_mas
+from agentbalance.templates import answerer_roles, cascade_backbones, cascade_mas, topology_mas
 from agentbalance.train.budget_targeting import Snapshot, budget_preference, budget_score
 from agentbalance.train.training_run import TrainingRun
 
@@ -56,14 +56,8 @@ def anchor_templates(run: TrainingRun) -> list[MAS]:
     gemini-1.5-flash-002). Only those the controller can construct
     under its configuration are kept (`constructible`: the pool cap, an ablation)."""
     roles, names = run.experiment.roles, list(run.controller.context.backbone_names)
-    answerers = answerer_roles(roles, 2)
-    cascades = [
-        cascade_mas(roles, (first, second), escalation)
-        for i, first in enumerate(names)
-        for second in names[i:]
-        for escalation in names
-        if escalation not in (first, second) and answerers[0] != answerers[1]  # one agent per role
-    ]
+    distinct_roles = len(set(answerer_roles(roles, 2))) == 2  # the controller uses one agent per role
+    cascades = [cascade_mas(roles, pair, escalation) for pair, escalation in cascade_backbones(names) if distinct_roles]
     templates = (
         [MAS.single(roles.decision.name, name) for name in names]
         + [topology_mas(kind, roles, name) for kind in ANCHOR_TOPOLOGIES for name in names]

@@ -10,7 +10,6 @@ and the same cascade serves every query (the MAS is fixed; what runs depends on 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations_with_replacement
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from agentbalance.evaluation.baselines.single import single_mas
 from agentbalance.evaluation.measure import Evaluation, measure
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
-from agentbalance.templates import cascade_mas
+from agentbalance.templates import cascade_backbones, cascade_mas
 
 
 @dataclass(frozen=True)
@@ -43,13 +42,11 @@ def all_cascades(experiment: Experiment) -> list[tuple[str, MAS]]:
     names = list(experiment.world.catalog.names)
     val = experiment.splits.val
     alone = {name: measure(experiment, [single_mas(experiment.roles, name)] * len(val), val).perf for name in names}
-    cascades = []
-    for answerers in combinations_with_replacement(names, 2):
-        for escalation in names:
-            if escalation not in answerers and alone[escalation] > max(alone[a] for a in answerers):
-                mas = cascade_mas(experiment.roles, answerers, escalation)
-                cascades.append((cascade_name(answerers, escalation), mas))
-    return cascades
+    return [
+        (cascade_name(answerers, escalation), cascade_mas(experiment.roles, answerers, escalation))
+        for answerers, escalation in cascade_backbones(names)
+        if alone[escalation] > max(alone[a] for a in answerers)
+    ]
 
 
 def validation_frontier(cascades: list[Cascade], levels: int) -> list[Cascade]:
