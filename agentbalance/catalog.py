@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -77,6 +77,15 @@ class Backbone(BaseModel):
     api_key_env: str | None = Field(
         None, description="NAME of the environment variable holding this backbone's API key (never the key)"
     )
+    max_tokens: int | None = Field(
+        None, ge=1, description="completion-token limit sent with every live call; else the live world's default"
+    )
+    max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens", description="the request field the endpoint takes the limit in (OpenAI o-series: the second)"
+    )
+    context_tokens: int | None = Field(
+        None, ge=1, description="the backbone's context window: live prompts are cut to fit it with max_tokens"
+    )
 
     @field_validator("scores")
     @classmethod
@@ -125,6 +134,11 @@ class Backbone(BaseModel):
             raise ValueError(f"params_active_b ({self.params_active_b}) exceeds params_total_b ({self.params_total_b})")
         if self.params_active_b is None and self.decode_tps is None:
             raise ValueError("needs params_active_b or decode_tps (the latency proxy uses one of them)")
+        if self.context_tokens is not None and self.max_tokens is not None and self.max_tokens >= self.context_tokens:
+            raise ValueError(
+                f"max_tokens ({self.max_tokens}) must be below context_tokens ({self.context_tokens}): "
+                "the prompt needs room in the context window too"
+            )
         return self
 
     @property
