@@ -32,6 +32,10 @@ from agentbalance.files import describe_validation_error, load_validated
 from agentbalance.named import NamedCollection
 from agentbalance.shipped import default_catalog_path
 
+DEFAULT_MAX_TOKENS = 4096  # completion-token limit of a live call whose backbone and world set none
+DEFAULT_REASONING_MAX_TOKENS = 16384  # the same for reasoning backbones, whose thinking is part of the completion
+LIMIT_PARAMETERS = ("max_tokens", "max_completion_tokens")  # the request fields endpoints take the limit in
+
 
 class CostAssumptions(BaseModel):
     """Typical token counts and speed constants behind TokCost and Lat; a catalog may override them."""
@@ -144,6 +148,30 @@ class Backbone(BaseModel):
     @property
     def model_id(self) -> str:
         return self.model or self.name
+
+    def call_parameters(self, temperature: float | None, default_max_tokens: int | None = None) -> dict[str, Any]:
+        """The parameters of a live call besides model and messages: the temperature, the completion limit
+        (in `max_tokens_parameter`), then the backbone's `request` mapping, whose null values drop a default."""
+        params: dict[str, Any] = {"temperature": temperature}
+        if not any(key in self.request for key in LIMIT_PARAMETERS):
+            params[self.max_tokens_parameter] = self.completion_limit(default_max_tokens)
+        params.update(self.request)
+        return {key: value for key, value in params.items() if value is not None}
+
+    def completion_limit(self, default: int | None = None) -> int | None:
+        """The completion tokens a live call to this backbone may use: its `request`'s own limit field if it
+        sets one (None when it drops it with null), else `max_tokens`, else `default` (a world's), else
+        4096 (16384 for reasoning backbones); a default never takes more than half of `context_tokens`."""
+        for key in LIMIT_PARAMETERS:
+            if key in self.request:
+                value = self.request[key]
+                return value if isinstance(value, int) else None
+        if self.max_tokens is not None:
+            return self.max_tokens
+        limit = default or (DEFAULT_REASONING_MAX_TOKENS if self.reasoning else DEFAULT_MAX_TOKENS)
+        if self.context_tokens is not None:  # a default must leave the prompt room
+            limit = min(limit, self.context_tokens // 2)
+        return limit
 
     def perf(self, benchmarks: Sequence[str]) -> float:
         """Mean published score over `benchmarks` (0-100)."""

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agentbalance.catalog import Catalog
+from agentbalance.catalog import DEFAULT_MAX_TOKENS, DEFAULT_REASONING_MAX_TOKENS, Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query
@@ -20,7 +20,7 @@ from agentbalance.roles import RoleSet
 from agentbalance.runtime.runner import Runner
 from agentbalance.worlds.base import AgentCall, AgentCallFailed
 from agentbalance.worlds.cache import CachedResponse, ResponseCache, cache_key
-from agentbalance.worlds.live import CACHE_FILE, DEFAULT_MAX_TOKENS, DEFAULT_REASONING_MAX_TOKENS, LiveWorld
+from agentbalance.worlds.live import CACHE_FILE, LiveWorld
 from agentbalance.worlds.recording import record
 from tests.fakes import ArithmeticTask
 from tests.loopback_server import Fault, LoopbackServer

@@ -37,7 +37,10 @@ How a call is answered:
   deadline (a long Retry-After) is not waited: the call fails at once, recorded, with the reason.
 * User errors (AgentBalanceError, the run stops, one line without a key): no endpoint or key
   configured; HTTP 401/403 (key rejected); HTTP 404 or a "model not found" 400 (unknown model);
-  HTTP 402 (payment required); connection refused on every attempt (endpoint unreachable).
+  HTTP 402 (payment required); connection refused on every attempt by an endpoint that never answered
+  (unreachable: a wrong URL, a server not started). An endpoint that answered before and then refuses (a
+  server stopped mid-run) fails the call, recorded like any failure: the run goes on, nothing is lost,
+  and a rerun pays only for what failed.
 * Usage: `usage.prompt_tokens`, `completion_tokens` (reasoning included, as the APIs count it) and
   `completion_tokens_details.reasoning_tokens`. An endpoint that reports no usage gets estimated
   tokens (prompt: `estimate_prompt_tokens`; completion: characters / 4) and the completion says so:
@@ -72,7 +75,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
-from agentbalance.catalog import Backbone, Catalog
+from agentbalance.catalog import LIMIT_PARAMETERS, Backbone, Catalog
 from agentbalance.encoders import default_cache_dir
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query
@@ -88,9 +91,6 @@ ENV_API_KEY = "AGENTBALANCE_API_KEY"
 CACHE_FILE = "responses.sqlite"
 MAX_RETRY_AFTER_S = 120.0  # a longer Retry-After is waited this long, then the call is tried again
 RETRYABLE_STATUS = frozenset({408, 409, 429})  # plus every 5xx
-DEFAULT_MAX_TOKENS = 4096  # completion-token limit of a backbone whose catalog and world set none
-DEFAULT_REASONING_MAX_TOKENS = 16384  # the same for reasoning backbones, whose thinking is part of the completion
-LIMIT_PARAMETERS = ("max_tokens", "max_completion_tokens")
 # Arguments of chat.completions.create that a backbone's `request` may not set: the world owns them.
 RESERVED_REQUEST_KEYS = frozenset(
     {"messages", "model", "stream", "stream_options", "extra_headers", "extra_query", "extra_body", "timeout", "n"}
@@ -316,6 +316,7 @@ class LiveWorld:
         if api_key_file is not None:
             self._api_key, self._api_key_source = read_api_key_file(Path(api_key_file)), f"the key file {api_key_file}"
         self._estimated_models: set[str] = set()  # models already warned about for missing usage
+        self._answering_urls: set[str] = set()  # endpoints that answered this world at least once
         self._rng = random.Random(seed)  # backoff jitter only; answers never depend on it
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._sdk_arguments = _sdk_arguments()
@@ -376,26 +377,14 @@ class LiveWorld:
                 f"{self.catalog.source}: backbone {backbone.name!r}: `request` may not set {', '.join(reserved)} "
                 "(the live world sets them)"
             )
-        params: dict[str, Any] = {"temperature": self.temperature}
-        if not any(key in backbone.request for key in LIMIT_PARAMETERS):
-            params[backbone.max_tokens_parameter] = self.completion_limit(backbone)
-        if sample:
+        params = backbone.call_parameters(self.temperature, self.max_tokens)
+        if sample and "seed" not in backbone.request:
             params["seed"] = sample
-        params.update(backbone.request)
-        return {key: value for key, value in params.items() if value is not None}
+        return params
 
     def completion_limit(self, backbone: Backbone) -> int | None:
         """The completion tokens a call to this backbone may use (None only when its `request` drops the limit)."""
-        for key in LIMIT_PARAMETERS:
-            if key in backbone.request:
-                value = backbone.request[key]
-                return value if isinstance(value, int) else None
-        if backbone.max_tokens is not None:
-            return backbone.max_tokens
-        limit = self.max_tokens or (DEFAULT_REASONING_MAX_TOKENS if backbone.reasoning else DEFAULT_MAX_TOKENS)
-        if backbone.context_tokens is not None:  # a default must leave the prompt room
-            limit = min(limit, backbone.context_tokens // 2)
-        return limit
+        return backbone.completion_limit(self.max_tokens)
 
     def fitted_prompt(self, call: AgentCall) -> FittedPrompt:
         """The call's messages, cut to the backbone's context window when the catalog gives one."""
@@ -497,7 +486,7 @@ class LiveWorld:
                 await asyncio.sleep(wait_s)
                 continue
             break
-        if refused == attempts:
+        if refused == attempts and endpoint.base_url not in self._answering_urls:
             raise AgentBalanceError(
                 f"live world: cannot reach the endpoint {endpoint.display_url} (connection failed on all "
                 f"{attempts} attempts); is it running, and is the base URL right?"
@@ -561,6 +550,7 @@ class LiveWorld:
             latency_s = time.perf_counter() - started
         if failure is not None:
             return failure
+        self._answering_urls.add(endpoint.base_url)
         return self._read_response(call, content, latency_s)
 
     def _status_failure(

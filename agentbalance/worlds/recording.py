@@ -270,7 +270,17 @@ MODEL_KEYS = (
     "decode_tps",
     "scores",
 )
-OPTIONAL_MODEL_KEYS = ("model", "request", "ttft_s", "instruct", "source")  # written when set
+# written when set (not their default); the live limits too, since the recorded completions were bounded by them
+OPTIONAL_MODEL_KEYS = (
+    "model",
+    "request",
+    "ttft_s",
+    "instruct",
+    "source",
+    "max_tokens",
+    "max_tokens_parameter",
+    "context_tokens",
+)
 
 
 def _models_yaml(world: World, questions: int, samples: int) -> str:
@@ -279,7 +289,13 @@ def _models_yaml(world: World, questions: int, samples: int) -> str:
     for backbone in catalog.backbones:
         data = backbone.model_dump()
         entry = {key: data[key] for key in MODEL_KEYS}
-        entry.update({key: data[key] for key in OPTIONAL_MODEL_KEYS if data[key] not in (None, {}, "")})
+        entry.update(
+            {
+                key: data[key]
+                for key in OPTIONAL_MODEL_KEYS
+                if data[key] != Backbone.model_fields[key].get_default(call_default_factory=True)
+            }
+        )
         entries.append(entry)
     document: dict[str, Any] = {"backbones": entries}
     if catalog.assumptions != CostAssumptions():
