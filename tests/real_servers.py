@@ -150,6 +150,9 @@ def running(server: RealServer, log_folder: Path) -> Iterator[RealServer]:
         server.stop()
 
 
+EXAMPLE_CATALOG = Path(__file__).resolve().parent.parent / "examples" / "local-models.yaml"
+
+
 def local_catalog(
     folder: Path,
     smollm2: RealServer,
@@ -157,45 +160,19 @@ def local_catalog(
     max_tokens: int = 24,
     **overrides: dict[str, object],
 ) -> Path:
-    """A catalog YAML of the running servers' models, nominal prices (local models cost nothing; the prices
-    give Tok a scale), the servers' windows as context_tokens and a tiny max_tokens, written to `folder`."""
+    """examples/local-models.yaml (the documented catalog) pointed at the running servers: their aliases, ports
+    and windows, a tiny max_tokens, and `overrides` per backbone name; written to `folder`."""
     import yaml
 
-    entries = [
-        {
-            "name": "smollm2-135m",
-            "model": smollm2.alias,
-            "family": "smollm2",
-            "reasoning": False,
-            "instruct": True,
-            "params_active_b": 0.135,
-            "price_in": 0.01,
-            "price_out": 0.02,
-            "scores": {"math": 1.4},
-            "base_url": smollm2.base_url,
-            "context_tokens": smollm2.context_tokens,
-            "max_tokens": max_tokens,
-        }
-    ]
-    if gemma3 is not None:
-        entries.append(
-            {
-                "name": "gemma3-270m",
-                "model": gemma3.alias,
-                "family": "gemma3",
-                "reasoning": False,
-                "instruct": False,
-                "params_active_b": 0.27,
-                "price_in": 0.02,
-                "price_out": 0.04,
-                "scores": {"math": 1.0},
-                "base_url": gemma3.base_url,
-                "context_tokens": gemma3.context_tokens,
-                "max_tokens": max_tokens,
-            }
-        )
-    for entry in entries:
-        entry.update(overrides.get(str(entry["name"]), {}))
+    servers = {"smollm2-135m": smollm2, "gemma3-270m": gemma3}
+    entries = []
+    for entry in yaml.safe_load(EXAMPLE_CATALOG.read_text())["backbones"]:
+        server = servers[entry["name"]]
+        if server is None:
+            continue
+        entry.update(model=server.alias, base_url=server.base_url, context_tokens=server.context_tokens)
+        entry.update(max_tokens=max_tokens, **overrides.get(entry["name"], {}))
+        entries.append(entry)
     path = folder / "local-catalog.yaml"
     path.write_text(yaml.safe_dump({"backbones": entries}, sort_keys=False))
     return path
