@@ -47,6 +47,7 @@ class Trace:
     agents: tuple[AgentTrace, ...] = field(default_factory=tuple)
     capped: str | None = None  # which per-query cap stopped new launches, if any
     escalated: bool = False  # a conditional agent ran because its inputs disagreed (or one failed)
+    text: str = ""  # what the decision agent passed on: its own reply, or the agreed input's when it was skipped
 
     @classmethod
     def summed(
@@ -60,6 +61,7 @@ class Trace:
         world: str,
         capped: str | None = None,
         escalated: bool = False,
+        text: str = "",
     ) -> Trace:
         """A trace whose cost and token totals are the sums of its agents' (one rule for every runner)."""
         return cls(
@@ -75,6 +77,7 @@ class Trace:
             agents=agents,
             capped=capped,
             escalated=escalated,
+            text=text,
         )
 
     @property
@@ -90,7 +93,7 @@ class Trace:
             if not with_text:
                 record.pop("text")
             agents.append(record)
-        return {
+        record: dict[str, Any] = {
             "id": self.id,
             "answer": self.answer,
             "correct": self.correct,
@@ -105,3 +108,6 @@ class Trace:
             "world": self.world,
             "agents": agents,
         }
+        if with_text:
+            record["text"] = self.text
+        return record
