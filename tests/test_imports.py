@@ -57,6 +57,7 @@ NEVER = [
     ("runtime", "policy", "execution never decides the MAS"),
     ("worlds", "policy", "worlds answer calls; they never decide the MAS"),
     ("adapters", "train", "the adapter uses a trained controller, never the trainer"),
+    ("serve", "train", "the server uses a trained controller, never the trainer"),
     ("experiment", "train", "an experiment is what training stands on"),
     ("evaluation.measure", "evaluation", "the measuring module imports no sweep"),
     ("evaluation.measure", "trained", "the measuring module sits below TrainedController"),

@@ -28,6 +28,7 @@ from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import as_query
+from agentbalance.runtime.execution import Caps
 from agentbalance.serve import ServedModel, ServeOptions, ServerThread, create_app, is_loopback, server_key
 from agentbalance.serve.protocol import ProtocolError, budget_of_model
 from agentbalance.trained import TrainedController
@@ -216,6 +217,36 @@ def test_autogens_openai_client_talks_to_the_server(sim_url: str) -> None:
     assert result.usage.completion_tokens == expected.usage.completion_tokens
 
 
+def test_an_autogen_assistant_without_a_system_message_uses_the_served_mas(sim_url: str) -> None:
+    """AutoGen's AssistantAgent sends its system message first; with `system_message=None` it sends the task
+    alone, a single-turn question, and the served MAS answers it."""
+    pytest.importorskip("autogen_agentchat", reason='AutoGen is an optional extra: pip install "agentbalance[autogen]"')
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_core.models import ModelFamily, ModelInfo
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+    info = ModelInfo(
+        vision=False, function_calling=False, json_output=False, family=ModelFamily.UNKNOWN, structured_output=False
+    )
+    model_client = OpenAIChatCompletionClient(model="agentbalance", base_url=sim_url, api_key="unused", model_info=info)
+
+    async def run_both() -> tuple[Any, BaseException | None]:
+        try:
+            plain = await AssistantAgent("solver", model_client=model_client, system_message=None).run(task=QUESTION)
+            prompted = AssistantAgent("solver", model_client=model_client, system_message="You are helpful.")
+            try:
+                await prompted.run(task=QUESTION)
+            except openai.BadRequestError as error:
+                return plain, error
+            return plain, None
+        finally:
+            await model_client.close()
+
+    result, refused = asyncio.run(run_both())
+    assert result.messages[-1].content == ask(sim_url).choices[0].message.content
+    assert refused is not None and "single-turn" in str(refused)
+
+
 def test_concurrent_requests_are_all_answered_and_built_in_shared_passes(sim_url: str, sim_model: ServedModel) -> None:
     questions = [f"What is {i} * 7 + 3?" for i in range(24)]
 
@@ -247,6 +278,15 @@ def test_the_batcher_builds_what_arrives_together_in_one_pass(sim_model: ServedM
     masses = asyncio.run(together())
     assert batcher.passes == 1
     assert [m.to_json() for m in masses] == [sim_model.controller.construct(q).to_json() for q in queries]
+
+
+def test_a_per_request_cap_stops_launching_agents_and_says_so(sim_model: ServedModel) -> None:
+    with serving(sim_model, caps=Caps(max_seconds=0.5)) as url:
+        completion = ask(url)
+    extra = completion.model_extra["agentbalance"]
+    assert extra["capped"] == "max_seconds 0.5 reached"
+    assert any(skip["reason"] == "max_seconds 0.5 reached" for skip in extra["skipped"])
+    assert completion.choices[0].message.content  # the conditional decision agent passed on its inputs' vote
 
 
 # ----------------------------------------------------------------------------- budgets

@@ -89,10 +89,9 @@ class ServedModel:
     """A trained controller over a world, as the server uses it: a request's query, its MAS (batched
     construction), and the runner that executes it."""
 
-    def __init__(self, controller: TrainedController, world: World, caps: Caps | None = None) -> None:
+    def __init__(self, controller: TrainedController, world: World) -> None:
         self.controller = controller.over(world)
         self.world = world
-        self.caps = caps or Caps()
         self.batcher = ConstructionBatcher(self.controller)
 
     @classmethod
@@ -133,8 +132,8 @@ class ServedModel:
             raise ProtocolError(400, "query_id: only a replay world looks questions up by id", param="query_id")
         return as_query(asked.question)
 
-    def runner(self, concurrency: int) -> Runner:
-        return self.controller.runner(self.world, caps=self.caps, concurrency=concurrency)
+    def runner(self, caps: Caps, concurrency: int) -> Runner:
+        return self.controller.runner(self.world, caps=caps, concurrency=concurrency)
 
     def describe(self) -> dict[str, Any]:
         """What /v1/models says about the model beyond its name."""
@@ -254,7 +253,7 @@ def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastA
     options = options or ServeOptions()
     admission = Admission(options.max_requests, options.max_waiting)
     drain = Drain(options.grace_s)
-    runner = model.runner(options.concurrency)
+    runner = model.runner(options.caps, options.concurrency)
     calls = asyncio.Semaphore(options.concurrency)  # LLM calls in flight, across requests
     started = int(time.time())
 
