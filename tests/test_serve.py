@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import openai
 import pytest
+from fastapi import FastAPI
 
 from agentbalance.budgets import Budget
 from agentbalance.catalog import Catalog
@@ -83,8 +84,13 @@ def sim_model(trained_run: Path, encoder: TextEncoder) -> ServedModel:
 
 
 @pytest.fixture(scope="module")
-def sim_url(sim_model: ServedModel) -> Iterator[str]:
-    with serving(sim_model) as url:
+def sim_app(sim_model: ServedModel) -> FastAPI:
+    return create_app(sim_model)
+
+
+@pytest.fixture(scope="module")
+def sim_url(sim_app: FastAPI) -> Iterator[str]:
+    with ServerThread(sim_app) as url:
         yield url
 
 
@@ -194,15 +200,21 @@ def test_models_lists_the_one_served_model(sim_url: str) -> None:
     assert about["world"] == "simulated" and about["budget_range"] is None and about["backbones"]
 
 
-def test_autogens_openai_client_talks_to_the_server(sim_url: str) -> None:
+def autogen_client(url: str) -> Any:
+    """AutoGen's OpenAI client for the served model (a name OpenAI does not know needs its model_info)."""
     pytest.importorskip("autogen_ext", reason='AutoGen is an optional extra: pip install "agentbalance[autogen]"')
-    from autogen_core.models import ModelFamily, ModelInfo, UserMessage
+    from autogen_core.models import ModelFamily, ModelInfo
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
     info = ModelInfo(
         vision=False, function_calling=False, json_output=False, family=ModelFamily.UNKNOWN, structured_output=False
     )
-    model_client = OpenAIChatCompletionClient(model="agentbalance", base_url=sim_url, api_key="unused", model_info=info)
+    return OpenAIChatCompletionClient(model="agentbalance", base_url=url, api_key="unused", model_info=info)
+
+
+def test_autogens_openai_client_talks_to_the_server(sim_url: str) -> None:
+    model_client = autogen_client(sim_url)
+    from autogen_core.models import UserMessage
 
     async def create() -> Any:
         try:
@@ -220,15 +232,8 @@ def test_autogens_openai_client_talks_to_the_server(sim_url: str) -> None:
 def test_an_autogen_assistant_without_a_system_message_uses_the_served_mas(sim_url: str) -> None:
     """AutoGen's AssistantAgent sends its system message first; with `system_message=None` it sends the task
     alone, a single-turn question, and the served MAS answers it."""
-    pytest.importorskip("autogen_agentchat", reason='AutoGen is an optional extra: pip install "agentbalance[autogen]"')
+    model_client = autogen_client(sim_url)
     from autogen_agentchat.agents import AssistantAgent
-    from autogen_core.models import ModelFamily, ModelInfo
-    from autogen_ext.models.openai import OpenAIChatCompletionClient
-
-    info = ModelInfo(
-        vision=False, function_calling=False, json_output=False, family=ModelFamily.UNKNOWN, structured_output=False
-    )
-    model_client = OpenAIChatCompletionClient(model="agentbalance", base_url=sim_url, api_key="unused", model_info=info)
 
     async def run_both() -> tuple[Any, BaseException | None]:
         try:
@@ -247,7 +252,9 @@ def test_an_autogen_assistant_without_a_system_message_uses_the_served_mas(sim_u
     assert refused is not None and "single-turn" in str(refused)
 
 
-def test_concurrent_requests_are_all_answered_and_built_in_shared_passes(sim_url: str, sim_model: ServedModel) -> None:
+def test_concurrent_requests_are_all_answered_and_built_in_shared_passes(
+    sim_url: str, sim_app: FastAPI, sim_model: ServedModel
+) -> None:
     questions = [f"What is {i} * 7 + 3?" for i in range(24)]
 
     async def all_at_once() -> list[Any]:
@@ -256,11 +263,11 @@ def test_concurrent_requests_are_all_answered_and_built_in_shared_passes(sim_url
             create = async_client.chat.completions.create
             return await asyncio.gather(*(create(model="agentbalance", messages=[message]) for message in asked))
 
-    before = sim_model.batcher.passes
+    before = sim_app.state.batcher.passes
     completions = asyncio.run(all_at_once())
     expected = sim_model.controller.construct_many([as_query(q) for q in questions])
     assert [c.model_extra["agentbalance"]["mas"] for c in completions] == [m.to_json() for m in expected]
-    assert sim_model.batcher.passes - before < len(questions)  # batched: fewer forward passes than requests
+    assert sim_app.state.batcher.passes - before < len(questions)  # batched: fewer forward passes than requests
 
 
 def test_the_batcher_builds_what_arrives_together_in_one_pass(sim_model: ServedModel) -> None:

@@ -36,7 +36,7 @@ class ConstructionBatcher:
         self.max_batch = max_batch
         self._pending: list[_Asked] = []
         self._building: list[_Asked] = []  # the batch in the worker thread now
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentbalance-construct")
+        self._executor: ThreadPoolExecutor | None = None
         self._ready: asyncio.Event | None = None
         self._worker: asyncio.Task[None] | None = None
         self.passes = 0  # forward passes so far (the batching's effect: fewer passes than requests)
@@ -44,15 +44,16 @@ class ConstructionBatcher:
     async def construct(self, query: Query, budget: Budget | None = None) -> MAS:
         """The MAS of one query (errors of the construction, e.g. a budget out of range, raise here)."""
         loop = asyncio.get_running_loop()
-        if self._worker is None or self._ready is None:
+        if self._worker is None or self._ready is None:  # the first request (after `aclose`: again)
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentbalance-construct")
             self._ready = asyncio.Event()
-            self._worker = loop.create_task(self._work(), name="agentbalance-construct")
+            self._worker = loop.create_task(self._work(self._executor), name="agentbalance-construct")
         asked = _Asked(query, budget, loop.create_future())
         self._pending.append(asked)
         self._ready.set()
         return await asked.future
 
-    async def _work(self) -> None:
+    async def _work(self, executor: ThreadPoolExecutor) -> None:
         assert self._ready is not None
         loop = asyncio.get_running_loop()
         while True:
@@ -68,9 +69,7 @@ class ConstructionBatcher:
                 for budget, group in by_budget.items():
                     queries = [asked.query for asked in group]
                     try:
-                        masses = await loop.run_in_executor(
-                            self._executor, self.controller.construct_many, queries, budget
-                        )
+                        masses = await loop.run_in_executor(executor, self.controller.construct_many, queries, budget)
                     except Exception as error:  # each request of the pass gets its error
                         for asked in group:
                             if not asked.future.done():
@@ -93,4 +92,6 @@ class ConstructionBatcher:
             if not asked.future.done():
                 asked.future.set_exception(RuntimeError("the server is shutting down"))
         self._pending, self._building = [], []
-        await asyncio.to_thread(self._executor.shutdown, wait=True)
+        if self._executor is not None:
+            await asyncio.to_thread(self._executor.shutdown, wait=True)
+            self._executor = None
