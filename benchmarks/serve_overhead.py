@@ -123,6 +123,25 @@ async def load(port: int, questions: list[str], concurrency: int) -> dict[str, A
     }
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) a process has used so far, from /proc (None elsewhere): the server's work per
+    request, which other load on the machine does not inflate the way it inflates wall time."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(server: subprocess.Popen[bytes], port: int, questions: list[str], concurrency: int) -> dict[str, Any]:
+    before = cpu_seconds(server.pid)
+    result = asyncio.run(load(port, questions, concurrency))
+    after = cpu_seconds(server.pid)
+    if before is not None and after is not None:
+        result["server_cpu_ms_per_request"] = 1000 * (after - before) / len(questions)
+    return result
+
+
 def healthy(port: int) -> bool:
     import http.client
 
@@ -164,8 +183,8 @@ def main() -> None:
             results = {}
             for concurrency, count in ((1, args.requests), (64, 64 * args.per_connection)):
                 fresh, texts = texts[:count], texts[count:]
-                results[f"fresh_c{concurrency}"] = asyncio.run(load(port, fresh, concurrency))
-                results[f"repeated_c{concurrency}"] = asyncio.run(load(port, fresh, concurrency))
+                results[f"fresh_c{concurrency}"] = measured(server, port, fresh, concurrency)
+                results[f"repeated_c{concurrency}"] = measured(server, port, fresh, concurrency)
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -182,10 +201,11 @@ def main() -> None:
         "command": command,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
         f"{platform.python_version()}; client and server on the same cores",
-        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_before_after": [[round(x, 2) for x in load_before], [round(x, 2) for x in os.getloadavg()]],
         "world": "simulated: agent calls answer at once, so LLM time is zero and the modelled latency is not slept",
         "what_is_measured": "client-side wall time per request (HTTP round trip on loopback + everything the "
-        "server does); execution_bookkeeping is the runner's own wall time, reported by the server",
+        "server does); server_cpu_ms_per_request: the server process's CPU time over the requests; "
+        "execution_bookkeeping: the runner's own wall time, reported by the server",
         "results": results,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
