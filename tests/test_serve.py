@@ -296,6 +296,23 @@ def test_a_per_request_cap_stops_launching_agents_and_says_so(sim_model: ServedM
     assert completion.choices[0].message.content  # the conditional decision agent passed on its inputs' vote
 
 
+def test_in_a_replay_world_a_request_names_the_recorded_question_by_its_id(tmp_path: Path) -> None:
+    """A replay world answers only what it recorded: the request's `query_id` picks the question (the controller
+    over the world is not needed for that, so none is built: the tiny world has too few backbones for its pools)."""
+    from agentbalance.serve.protocol import Asked
+    from agentbalance.worlds.replay import ReplayWorld
+    from tests.test_replay_world import mcq_tables, write_world
+
+    model = ServedModel.__new__(ServedModel)
+    model.world = ReplayWorld.load(write_world(tmp_path / "tiny-mcq", *mcq_tables()))
+    recorded = model.query(Asked("(the recorded question)", None, "q03"))
+    assert recorded == model.world.resolve_query(recorded) and recorded.id == "q03" and recorded.choices
+    with pytest.raises(ProtocolError, match='recorded questions: name one with the body field "query_id"'):
+        model.query(Asked(QUESTION, None, None))
+    with pytest.raises(ProtocolError, match="'q99' is not a recorded question"):
+        model.query(Asked(QUESTION, None, "q99"))
+
+
 # ----------------------------------------------------------------------------- budgets
 
 

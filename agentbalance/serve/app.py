@@ -129,7 +129,9 @@ class ServedModel:
                 return self.world.resolve_query(Query(id=asked.query_id, question=asked.question))
             except (AgentBalanceError, KeyError, IndexError):
                 raise ProtocolError(
-                    400, f"query_id: {asked.query_id!r} is not a recorded question of {self.world.name!r}"
+                    400,
+                    f"query_id: {asked.query_id!r} is not a recorded question of {self.world.name!r}",
+                    param="query_id",
                 ) from None
         if asked.query_id is not None:
             raise ProtocolError(400, "query_id: only a replay world looks questions up by id", param="query_id")
@@ -207,7 +209,9 @@ class Drain:
 
     async def run(self, work: Awaitable[T]) -> T:
         """`work`, unless the grace period after `begin` ends first (then a 503)."""
-        if self.draining or self._begun is None:
+        if self._begun is None:  # an app run without its lifespan: nothing to drain
+            return await work
+        if self.draining:
             raise ProtocolError(
                 503, "the server is shutting down; send the request elsewhere or later", kind="server_shutting_down"
             )
@@ -314,7 +318,7 @@ def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastA
                 try:
                     mas = await batcher.construct(query, budget)
                 except AgentBalanceError as error:
-                    raise ProtocolError(400, f"budget: {error}", param="budget") from None
+                    raise ProtocolError(400, str(error)) from None
                 try:
                     return mas, await runner.run(mas, query, calls)
                 except AgentBalanceError as error:  # the world refused: key, model, endpoint (never a key in it)
