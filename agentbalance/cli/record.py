@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from agentbalance.catalog import Catalog
-from agentbalance.cli.app import ApiKeyFileOption, reports_user_errors
+from agentbalance.cli.app import ApiKeyFileOption, MaxTokensOption, reports_user_errors
 from agentbalance.worlds import LiveOptions, open_task, open_world
 
 
@@ -28,6 +28,13 @@ def record(
     cache_dir: Annotated[Path | None, typer.Option(help="Response cache folder.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the response cache.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Calls in flight at once.")] = 16,
+    concurrency_per_backbone: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Calls in flight per backbone: 1 (the default) records service times, not a server's queue."
+        ),
+    ] = 1,
+    max_tokens: MaxTokensOption = None,
     api_key_file: ApiKeyFileOption = None,
     timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
@@ -53,9 +60,20 @@ def record(
         loaded_task.parse,
         api_key_file=api_key_file,
         temperature=temperature,
+        max_tokens=max_tokens,
+        concurrency_per_backbone=concurrency_per_backbone,
     )
     world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed, live=live)
-    summary = asyncio.run(record_world(world, loaded_task, out, concurrency=concurrency, samples=samples))
+    summary = asyncio.run(
+        record_world(
+            world,
+            loaded_task,
+            out,
+            concurrency=concurrency,
+            samples=samples,
+            concurrency_per_backbone=concurrency_per_backbone,
+        )
+    )
     times = f" x {samples} samples" if samples > 1 else ""
     Console().print(
         f"recorded {summary.questions} questions x {summary.backbones} backbones{times} into {out}: "

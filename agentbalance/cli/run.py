@@ -22,6 +22,7 @@ from agentbalance.cli.app import (
     ConcurrencyOption,
     DataOption,
     LimitOption,
+    MaxTokensOption,
     NoCacheOption,
     ServeBudgetLatOption,
     ServeBudgetTokOption,
@@ -96,6 +97,10 @@ def run(
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     concurrency: ConcurrencyOption = 32,
+    concurrency_per_backbone: Annotated[
+        int | None, typer.Option(min=1, help="Live world: calls in flight per backbone (default: no own limit).")
+    ] = None,
+    max_tokens: MaxTokensOption = None,
     api_key_file: ApiKeyFileOption = None,
     task: TaskOption = None,
     data: DataOption = None,
@@ -117,7 +122,17 @@ def run(
     loaded_catalog = Catalog.load(catalog) if catalog is not None else None
     loaded_task = _load_task(task, data, limit, seed, question, input_path)
     parse = loaded_task.parse if loaded_task else None
-    live = LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, parse, api_key_file=api_key_file)
+    live = LiveOptions(
+        base_url,
+        cache_dir,
+        not no_cache,
+        timeout,
+        concurrency,
+        parse,
+        api_key_file=api_key_file,
+        max_tokens=max_tokens,
+        concurrency_per_backbone=concurrency_per_backbone,
+    )
     world = open_world(world_spec, loaded_catalog, seed=seed, live=live)
     from agentbalance.experiment import task_roles
 
@@ -200,6 +215,7 @@ def evaluate(
     no_cache: NoCacheOption = False,
     timeout: TimeoutOption = 60.0,
     concurrency: ConcurrencyOption = 16,
+    max_tokens: MaxTokensOption = None,
     api_key_file: ApiKeyFileOption = None,
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,
@@ -216,7 +232,9 @@ def evaluate(
         task=task,
         data=str(data) if data else None,
         limit=limit,
-        live=LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file),
+        live=LiveOptions(
+            base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file, max_tokens=max_tokens
+        ),
     )
     asked = serve_budget(budget_tok, budget_lat)
     result = controller.evaluate(split=split, budget=asked, spec=spec)

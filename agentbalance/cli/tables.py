@@ -18,7 +18,7 @@ from rich.table import Table
 from agentbalance.catalog import Catalog
 from agentbalance.mas import MAS
 from agentbalance.pooling import PoolingResult
-from agentbalance.runtime.trace import Trace
+from agentbalance.runtime.trace import AgentTrace, Trace
 
 if TYPE_CHECKING:
     from agentbalance.budgets import Budget
@@ -116,9 +116,14 @@ def pools_table(result: PoolingResult, catalog: Catalog, width: int) -> Table:
     )
 
 
+def _agent_note(agent: AgentTrace) -> str:
+    """Why an agent failed, did not run, or ran though conditional."""
+    return agent.error or agent.skipped or ("ran: inputs disagreed" if agent.escalated else "")
+
+
 def agents_table(trace: Trace, width: int) -> Table:
     agents = trace.agents
-    notes = [agent.error or agent.skipped or ("ran: inputs disagreed" if agent.escalated else "") for agent in agents]
+    notes = ["; ".join(filter(None, (_agent_note(agent), agent.context_cut))) for agent in agents]
     columns = [
         Column("agent", [escape(a.id) for a in agents]),  # ids, answers and errors are data, never markup
         Column("role", [escape(a.role) for a in agents], priority=3),

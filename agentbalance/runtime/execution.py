@@ -393,6 +393,7 @@ class Execution:
                     skipped=result.skipped,
                     inputs=tuple(self.mas.predecessors(agent.id)),
                     escalated=agent.id in self.escalated,
+                    context_cut=completion.context_cut if completion is not None else None,
                 )
             )
         final = self.final
@@ -421,7 +422,14 @@ class Execution:
 def _free(completion: Completion) -> Completion:
     """A completion passed on by an agent that made no call: the same answer and text, no usage, no time."""
     return replace(
-        completion, prompt_tokens=0, completion_tokens=0, reasoning_tokens=0, cost_usd=0.0, latency_s=0.0, cached=False
+        completion,
+        prompt_tokens=0,
+        completion_tokens=0,
+        reasoning_tokens=0,
+        cost_usd=0.0,
+        latency_s=0.0,
+        cached=False,
+        context_cut=None,
     )
 
 

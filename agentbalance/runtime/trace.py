@@ -29,6 +29,7 @@ class AgentTrace:
     skipped: str | None = None  # why the agent never launched (a per-query cap, "inputs agreed"), else None
     inputs: tuple[str, ...] = ()
     escalated: bool = False  # a conditional agent that ran: its inputs disagreed (or one failed)
+    context_cut: str | None = None  # what was cut from its inputs to fit its backbone's context window
 
 
 @dataclass(frozen=True)

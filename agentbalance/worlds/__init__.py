@@ -36,6 +36,8 @@ class LiveOptions:
     max_retries: int = 4
     deadline_s: float | None = None  # the most seconds one call may take, retries included (None: derived)
     temperature: float = 0.0  # sampling temperature of every request (record --samples K > 1 needs one > 0)
+    max_tokens: int | None = None  # completion-token limit of backbones whose catalog sets none (None: 4096/16384)
+    concurrency_per_backbone: int | None = None  # calls in flight per backbone (record: 1, so latency is service)
 
 
 def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0, live: LiveOptions | None = None) -> World:
@@ -69,6 +71,8 @@ def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0, live: L
             deadline_s=options.deadline_s,
             api_key_file=options.api_key_file,
             temperature=options.temperature,
+            max_tokens=options.max_tokens,
+            concurrency_per_backbone=options.concurrency_per_backbone,
         )
     raise AgentBalanceError(f"unknown world {spec!r}; use {WORLD_HELP}")
 

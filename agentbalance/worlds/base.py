@@ -30,6 +30,7 @@ class Completion:
     `correct` is set by worlds that know the truth of this answer (simulated, replay); else None.
     `cached`: served from the live world's response cache (nothing was paid; usage, cost and latency
     are the original call's, so traces stay comparable).
+    `context_cut`: what the world cut from the inputs to fit the backbone's context window, if anything.
     """
 
     text: str
@@ -41,6 +42,7 @@ class Completion:
     reasoning_tokens: int = 0
     correct: bool | None = None
     cached: bool = False
+    context_cut: str | None = None
 
 
 @dataclass(frozen=True)

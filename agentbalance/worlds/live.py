@@ -9,13 +9,20 @@ How a call is answered:
   `$AGENTBALANCE_BASE_URL` / `$AGENTBALANCE_API_KEY`. Keys come from nowhere else (never a catalog value,
   never a flag's text). Checked when the world is built: a backbone without an endpoint or a key is a user
   error then, not in the middle of a sweep.
-* Request: `model` = the backbone's model id, temperature 0 (overridable), `max_tokens` when set, `seed` =
-  the call's sample k when k > 0 (the k-th agent of a MAS on this backbone: a distinct call), then the
+* Request: `model` = the backbone's model id, temperature 0 (overridable), a completion-token limit
+  (`completion_limit`: the backbone's `max_tokens`, else the world's, else 4096, 16384 for reasoning
+  backbones; at most half the backbone's `context_tokens` when only a default applies), sent as the
+  backbone's `max_tokens_parameter` so no call is unbounded, `seed` = the call's sample k when k > 0
+  (the k-th agent of a MAS on this backbone: a distinct call), then the
   backbone's `request` mapping: keys the SDK knows (reasoning_effort, temperature, top_p, ...) as
   arguments, the others (enable_thinking, ...) in the JSON body via `extra_body`; a `null` value drops
   a default (e.g. `temperature: null` for models that reject it). Non-streaming.
+* Context: a backbone with `context_tokens` gets its upstream messages cut to fit the window with the limit
+  (`context_window.fit_prompt`; the cut is noted in the completion); a prompt whose own text cannot fit
+  fails at once, recorded, with no request sent.
 * Cache: keyed by SHA-256 of (base_url, model, messages, parameters, the sample when > 0), never a key or
-  a header: K samples are K calls, and a rerun K hits. A hit
+  a header: K samples are K calls, and a rerun K hits. An entry cached before calls carried a default limit
+  still answers when its completion stayed below the limit. A hit
   makes no HTTP call and returns the original call's usage, its cost at the catalog's prices (the same
   number under the same catalog) and its measured latency, with `cached=True`.
 * Retries (ours only; the SDK's are off so every attempt is counted): HTTP 408/409/429/5xx, timeouts
@@ -30,14 +37,20 @@ How a call is answered:
   deadline (a long Retry-After) is not waited: the call fails at once, recorded, with the reason.
 * User errors (AgentBalanceError, the run stops, one line without a key): no endpoint or key
   configured; HTTP 401/403 (key rejected); HTTP 404 or a "model not found" 400 (unknown model);
-  HTTP 402 (payment required); connection refused on every attempt (endpoint unreachable).
+  HTTP 402 (payment required); connection refused on every attempt by an endpoint that never answered
+  (unreachable: a wrong URL, a server not started). An endpoint that answered before and then refuses (a
+  server stopped mid-run) fails the call, recorded like any failure: the run goes on, nothing is lost,
+  and a rerun pays only for what failed.
 * Usage: `usage.prompt_tokens`, `completion_tokens` (reasoning included, as the APIs count it) and
   `completion_tokens_details.reasoning_tokens`. An endpoint that reports no usage gets estimated
   tokens (prompt: `estimate_prompt_tokens`; completion: characters / 4) and the completion says so:
   `LiveCompletion.usage_estimated` is True, `stats.usage_estimated` counts it, and a warning is logged
   (once per model and world, not once per call).
-* Latency: the measured wall seconds of the successful HTTP attempt (not the retries' waits, which
-  are the endpoint's rate limits, not the backbone's speed). Cost: `backbone.call_cost_usd(usage)`.
+* Latency: the measured wall seconds of the successful HTTP attempt, from sending the request to reading
+  the whole response (not the retries' waits, which are the endpoint's rate limits, not the backbone's
+  speed, nor the wait for our own concurrency limits). It includes the server's own queue: with more calls
+  in flight than a server serves at once, it is queueing plus service; `concurrency_per_backbone=1`
+  (what `record` uses) makes it service time. Cost: `backbone.call_cost_usd(usage)`.
 """
 
 from __future__ import annotations
@@ -62,13 +75,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
-from agentbalance.catalog import Backbone, Catalog
+from agentbalance.catalog import LIMIT_PARAMETERS, Backbone, Catalog
 from agentbalance.encoders import default_cache_dir
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query
 from agentbalance.worlds.base import CHARS_PER_TOKEN, AgentCall, AgentCallFailed, Completion, estimate_prompt_tokens
 from agentbalance.worlds.cache import CachedResponse, ResponseCache, cache_key
 from agentbalance.worlds.chat_responses import connection_refused, message_text, read_usage, retry_after_s
+from agentbalance.worlds.context_window import FittedPrompt, fit_prompt
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +94,9 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})  # plus every 5xx
 # Arguments of chat.completions.create that a backbone's `request` may not set: the world owns them.
 RESERVED_REQUEST_KEYS = frozenset(
     {"messages", "model", "stream", "stream_options", "extra_headers", "extra_query", "extra_body", "timeout", "n"}
+)
+_LIMIT_REJECTED = re.compile(
+    r"\b(max_tokens|max_completion_tokens)\b.{0,120}\b(unsupported|not supported|instead)", re.I
 )
 _MODEL_NOT_FOUND = re.compile(r"model.{0,80}\b(not exist|does not exist|not found|unknown|invalid model)", re.I)
 _KEY_LIKE = re.compile(r"\b(sk|key|token)-[A-Za-z0-9_\-*.]{4,}", re.I)
@@ -145,6 +162,7 @@ class _LoopState:
     """Per event loop: async clients and semaphores are bound to the loop that first used them."""
 
     limit: asyncio.Semaphore
+    backbone_limits: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     clients: dict[tuple[str, str], openai.AsyncOpenAI] = field(default_factory=dict)
     key_locks: dict[str, asyncio.Lock] = field(default_factory=dict)
     key_users: dict[str, int] = field(default_factory=dict)
@@ -254,9 +272,14 @@ class LiveWorld:
         backoff_max_s: float = 30.0,
         deadline_s: float | None = None,
         api_key_file: Path | None = None,
+        concurrency_per_backbone: int | None = None,
     ) -> None:
         if concurrency < 1:
             raise AgentBalanceError(f"live world: concurrency must be at least 1, got {concurrency}")
+        if concurrency_per_backbone is not None and concurrency_per_backbone < 1:
+            raise AgentBalanceError(
+                f"live world: concurrency_per_backbone must be at least 1, got {concurrency_per_backbone}"
+            )
         if not (math.isfinite(timeout_s) and timeout_s > 0):
             raise AgentBalanceError(f"live world: timeout_s must be positive, got {timeout_s}")
         if max_retries < 0:
@@ -276,6 +299,7 @@ class LiveWorld:
             raise AgentBalanceError("live world: give an API key or an API key file, not both")
         self.catalog = catalog
         self.concurrency = concurrency
+        self.concurrency_per_backbone = concurrency_per_backbone
         self.timeout_s = float(timeout_s)
         self.max_retries = max_retries
         self.max_tokens = max_tokens
@@ -292,6 +316,7 @@ class LiveWorld:
         if api_key_file is not None:
             self._api_key, self._api_key_source = read_api_key_file(Path(api_key_file)), f"the key file {api_key_file}"
         self._estimated_models: set[str] = set()  # models already warned about for missing usage
+        self._answering_urls: set[str] = set()  # endpoints that answered this world at least once
         self._rng = random.Random(seed)  # backoff jitter only; answers never depend on it
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._sdk_arguments = _sdk_arguments()
@@ -352,13 +377,21 @@ class LiveWorld:
                 f"{self.catalog.source}: backbone {backbone.name!r}: `request` may not set {', '.join(reserved)} "
                 "(the live world sets them)"
             )
-        params: dict[str, Any] = {"temperature": self.temperature}
-        if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
-        if sample:
+        params = backbone.call_parameters(self.temperature, self.max_tokens)
+        if sample and "seed" not in backbone.request:
             params["seed"] = sample
-        params.update(backbone.request)
-        return {key: value for key, value in params.items() if value is not None}
+        return params
+
+    def completion_limit(self, backbone: Backbone) -> int | None:
+        """The completion tokens a call to this backbone may use (None only when its `request` drops the limit)."""
+        return backbone.completion_limit(self.max_tokens)
+
+    def fitted_prompt(self, call: AgentCall) -> FittedPrompt:
+        """The call's messages, cut to the backbone's context window when the catalog gives one."""
+        context_tokens, limit = call.backbone.context_tokens, self.completion_limit(call.backbone)
+        if context_tokens is None:
+            return FittedPrompt(call.messages)
+        return fit_prompt(call, context_tokens, limit or 0)
 
     # ---- answering calls
 
@@ -368,29 +401,47 @@ class LiveWorld:
         backbone = call.backbone
         endpoint = self.endpoint(backbone)
         params = self._request_parameters(backbone, call.sample)
-        messages = call.messages
+        try:
+            prompt = self.fitted_prompt(call)
+        except AgentCallFailed:
+            self.stats.failures += 1
+            raise
         if self.cache is None:
-            return self._completion(call, await self._fetch(call, endpoint, params), cached=False)
+            return self._completion(call, prompt, await self._fetch(call, prompt, endpoint, params), cached=False)
 
-        key = cache_key(endpoint.base_url, backbone.model_id, messages, params, call.sample)
+        key = cache_key(endpoint.base_url, backbone.model_id, prompt.messages, params, call.sample)
         state = self._state()
         lock = state.key_locks.setdefault(key, asyncio.Lock())
         state.key_users[key] = state.key_users.get(key, 0) + 1
         try:
             async with lock:  # the same request in flight twice is paid once; the second reads the cache
-                hit = self.cache.get(key)
+                hit = self.cache.get(key) or self._unlimited_hit(endpoint, backbone, prompt, params, call.sample)
                 if hit is not None:
                     self.stats.cache_hits += 1
-                    return self._completion(call, hit, cached=True)
-                response = await self._fetch(call, endpoint, params)
+                    return self._completion(call, prompt, hit, cached=True)
+                response = await self._fetch(call, prompt, endpoint, params)
                 self.cache.put(key, response)
-                return self._completion(call, response, cached=False)
+                return self._completion(call, prompt, response, cached=False)
         finally:
             state.key_users[key] -= 1
             if state.key_users[key] == 0:
                 del state.key_users[key], state.key_locks[key]
 
-    def _completion(self, call: AgentCall, response: CachedResponse, cached: bool) -> LiveCompletion:
+    def _unlimited_hit(
+        self, endpoint: Endpoint, backbone: Backbone, prompt: FittedPrompt, params: dict[str, Any], sample: int
+    ) -> CachedResponse | None:
+        """A response cached before every call carried a completion limit (its key has none): it answers this
+        request too when it stopped short of the limit, since then the limit never cut it."""
+        parameter = backbone.max_tokens_parameter
+        if self.cache is None or parameter not in params or parameter in backbone.request:
+            return None
+        unlimited = {name: value for name, value in params.items() if name != parameter}
+        hit = self.cache.get(cache_key(endpoint.base_url, backbone.model_id, prompt.messages, unlimited, sample))
+        return hit if hit is not None and hit.completion_tokens < params[parameter] else None
+
+    def _completion(
+        self, call: AgentCall, prompt: FittedPrompt, response: CachedResponse, cached: bool
+    ) -> LiveCompletion:
         return LiveCompletion(
             text=response.text,
             answer=self.parse(response.text, call.query),
@@ -401,10 +452,13 @@ class LiveWorld:
             reasoning_tokens=response.reasoning_tokens,
             correct=None,
             cached=cached,
+            context_cut=prompt.cut,
             usage_estimated=response.usage_estimated,
         )
 
-    async def _fetch(self, call: AgentCall, endpoint: Endpoint, params: dict[str, Any]) -> CachedResponse:
+    async def _fetch(
+        self, call: AgentCall, prompt: FittedPrompt, endpoint: Endpoint, params: dict[str, Any]
+    ) -> CachedResponse:
         """Attempts with backoff until one succeeds, a user error stops the run, or the retries or the deadline
         run out; then AgentCallFailed, which the runner records."""
         started = time.perf_counter()
@@ -413,7 +467,7 @@ class LiveWorld:
         refused = 0
         while True:
             attempts += 1
-            outcome = await self._attempt(call, endpoint, params, clock)
+            outcome = await self._attempt(call, prompt, endpoint, params, clock)
             if isinstance(outcome, CachedResponse):
                 return outcome
             if outcome.kind == "user":
@@ -432,7 +486,7 @@ class LiveWorld:
                 await asyncio.sleep(wait_s)
                 continue
             break
-        if refused == attempts:
+        if refused == attempts and endpoint.base_url not in self._answering_urls:
             raise AgentBalanceError(
                 f"live world: cannot reach the endpoint {endpoint.display_url} (connection failed on all "
                 f"{attempts} attempts); is it running, and is the base URL right?"
@@ -453,10 +507,10 @@ class LiveWorld:
         return self._rng.uniform(0, min(self.backoff_max_s, self.backoff_base_s * 2**retry))
 
     async def _attempt(
-        self, call: AgentCall, endpoint: Endpoint, params: dict[str, Any], clock: _Deadline
+        self, call: AgentCall, prompt: FittedPrompt, endpoint: Endpoint, params: dict[str, Any], clock: _Deadline
     ) -> CachedResponse | _Failure:
-        """One HTTP request under the concurrency limit and a hard timeout (cut to the call's deadline);
-        never raises an SDK error.
+        """One HTTP request under the concurrency limits (the backbone's, then the world's) and a hard timeout
+        (cut to the call's deadline); never raises an SDK error.
 
         Failures are turned into our own messages inside the `except` blocks and raised by the caller
         outside them, so no SDK exception (whose text or request may carry a key) is chained to ours.
@@ -467,7 +521,7 @@ class LiveWorld:
         extra_body = {k: v for k, v in params.items() if k not in self._sdk_arguments}
         failure: _Failure | None = None
         content = b""
-        async with state.limit:
+        async with self._backbone_limit(state, call.backbone), state.limit:
             clock.start()  # the deadline runs from the first request, not from queueing behind our own limit
             timeout_s = min(self.timeout_s, clock.remaining_s())
             if timeout_s <= 0:
@@ -478,7 +532,7 @@ class LiveWorld:
                 async with asyncio.timeout(timeout_s):
                     raw = await client.chat.completions.with_raw_response.create(
                         model=call.backbone.model_id,
-                        messages=call.messages,  # type: ignore[arg-type]  # plain role/content dicts
+                        messages=prompt.messages,  # type: ignore[arg-type]  # plain role/content dicts
                         timeout=timeout_s,
                         extra_body=extra_body or None,
                         **kwargs,
@@ -496,6 +550,7 @@ class LiveWorld:
             latency_s = time.perf_counter() - started
         if failure is not None:
             return failure
+        self._answering_urls.add(endpoint.base_url)
         return self._read_response(call, content, latency_s)
 
     def _status_failure(
@@ -515,6 +570,13 @@ class LiveWorld:
                 "user",
                 f"live world: {where} does not know model {backbone.model_id!r} (HTTP {status}) of backbone "
                 f"{backbone.name!r}; check the catalog's `model` and the base URL",
+            )
+        if status == 400 and _LIMIT_REJECTED.search(detail):
+            other = next(key for key in LIMIT_PARAMETERS if key != backbone.max_tokens_parameter)
+            return _Failure(
+                "user",
+                f"live world: {where} rejects the completion-token limit as {backbone.max_tokens_parameter!r} "
+                f"for backbone {backbone.name!r} ({detail}); set `max_tokens_parameter: {other}` in the catalog",
             )
         if status == 402:
             return _Failure("user", f"live world: {where} refused the call: payment required (HTTP 402)")
@@ -577,6 +639,17 @@ class LiveWorld:
             state = self._loops[loop] = _LoopState(asyncio.Semaphore(self.concurrency))
             state.closer = loop.create_task(state.close_at_loop_end(), name="agentbalance-live-close-clients")
         return state
+
+    def _backbone_limit(
+        self, state: _LoopState, backbone: Backbone
+    ) -> asyncio.Semaphore | contextlib.nullcontext[None]:
+        """The semaphore bounding this backbone's calls in flight, when the world has a per-backbone limit."""
+        if self.concurrency_per_backbone is None:
+            return contextlib.nullcontext()
+        limit = state.backbone_limits.get(backbone.name)
+        if limit is None:
+            limit = state.backbone_limits[backbone.name] = asyncio.Semaphore(self.concurrency_per_backbone)
+        return limit
 
     def _client(self, state: _LoopState, endpoint: Endpoint) -> openai.AsyncOpenAI:
         client_key = (endpoint.base_url, endpoint.key_source)

@@ -99,6 +99,7 @@ async def record(
     concurrency: int = 16,
     progress: Progress | None = None,
     samples: int = 1,
+    concurrency_per_backbone: int | None = 1,
 ) -> RecordSummary:
     """Ask every backbone of `world.catalog` each question of `task`, alone, `samples` times, and write a replay
     world to `out_dir`.
@@ -106,9 +107,14 @@ async def record(
     User errors (AgentBalanceError: a rejected key, an unknown model) stop the recording and nothing is
     written; a failed call (AgentCallFailed, or an unexpected error of the world) becomes an empty,
     wrong row and is counted. `progress(done, total)` is called after each call.
+
+    `concurrency_per_backbone` (default 1) bounds each backbone's calls in flight, so a recorded latency is
+    the server's service time, not its queue behind our own other calls (None: only `concurrency`).
     """
     if concurrency < 1:
         raise AgentBalanceError(f"record: concurrency must be at least 1, got {concurrency}")
+    if concurrency_per_backbone is not None and concurrency_per_backbone < 1:
+        raise AgentBalanceError(f"record: concurrency_per_backbone must be at least 1, got {concurrency_per_backbone}")
     _check_samples(world, samples)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -119,12 +125,16 @@ async def record(
     backbones = world.catalog.backbones
     total = len(queries) * len(backbones) * samples
     limit = asyncio.Semaphore(concurrency)
+    per_backbone = {
+        backbone.name: asyncio.Semaphore(concurrency_per_backbone) if concurrency_per_backbone else limit
+        for backbone in backbones
+    }
     done = 0
     started = time.perf_counter()
 
     async def ask(query: Query, backbone: Backbone, sample: int) -> _Row:
         nonlocal done
-        async with limit:
+        async with per_backbone[backbone.name], limit:  # the backbone's turn first, then a slot of all calls
             row = await _ask(world, task, query, backbone, sample)
         done += 1
         if progress is not None:
@@ -260,7 +270,17 @@ MODEL_KEYS = (
     "decode_tps",
     "scores",
 )
-OPTIONAL_MODEL_KEYS = ("model", "request", "ttft_s", "instruct", "source")  # written when set
+# written when set (not their default); the live limits too, since the recorded completions were bounded by them
+OPTIONAL_MODEL_KEYS = (
+    "model",
+    "request",
+    "ttft_s",
+    "instruct",
+    "source",
+    "max_tokens",
+    "max_tokens_parameter",
+    "context_tokens",
+)
 
 
 def _models_yaml(world: World, questions: int, samples: int) -> str:
@@ -269,7 +289,13 @@ def _models_yaml(world: World, questions: int, samples: int) -> str:
     for backbone in catalog.backbones:
         data = backbone.model_dump()
         entry = {key: data[key] for key in MODEL_KEYS}
-        entry.update({key: data[key] for key in OPTIONAL_MODEL_KEYS if data[key] not in (None, {}, "")})
+        entry.update(
+            {
+                key: data[key]
+                for key in OPTIONAL_MODEL_KEYS
+                if data[key] != Backbone.model_fields[key].get_default(call_default_factory=True)
+            }
+        )
         entries.append(entry)
     document: dict[str, Any] = {"backbones": entries}
     if catalog.assumptions != CostAssumptions():

@@ -80,10 +80,10 @@ def autogen_script(mas: MAS, catalog: Catalog, roles: RoleSet, query: str | None
 
 def _backbone_spec(backbone: Backbone) -> dict[str, Any]:
     """Model id, endpoint, key variable NAME, and client arguments (SDK keys as such, others in extra_body)."""
-    request: dict[str, Any] = {"temperature": 0.0, **backbone.request}
+    request = backbone.call_parameters(temperature=0.0)  # as the live world's calls: none is unbounded
     sdk = _openai_create_arguments()
-    arguments = {k: v for k, v in request.items() if v is not None and k in sdk}
-    extra = {k: v for k, v in request.items() if v is not None and k not in sdk}
+    arguments = {k: v for k, v in request.items() if k in sdk}
+    extra = {k: v for k, v in request.items() if k not in sdk}
     if extra:
         arguments["extra_body"] = extra
     return {
