@@ -17,6 +17,7 @@ from agentbalance.cli.app import (
     BaseUrlOption,
     CacheDirOption,
     ConcurrencyOption,
+    MaxTokensOption,
     NoCacheOption,
     ServeBudgetLatOption,
     ServeBudgetTokOption,
@@ -57,6 +58,10 @@ def serve(
         float, typer.Option(min=0, help="After SIGTERM: seconds in-flight requests get to finish before a 503.")
     ] = 30.0,
     concurrency: ConcurrencyOption = 32,
+    concurrency_per_backbone: Annotated[
+        int | None, typer.Option(min=1, help="Live world: calls in flight per backbone (default: no own limit).")
+    ] = None,
+    max_tokens: MaxTokensOption = None,
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,
     max_usd: Annotated[float | None, typer.Option(help="Hard per-request USD cap (> 0).")] = None,
@@ -92,7 +97,16 @@ def serve(
         api_key=key,
         grace_s=grace,
     )
-    live = LiveOptions(base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=world_api_key_file)
+    live = LiveOptions(
+        base_url,
+        cache_dir,
+        not no_cache,
+        timeout,
+        concurrency,
+        api_key_file=world_api_key_file,
+        max_tokens=max_tokens,
+        concurrency_per_backbone=concurrency_per_backbone,
+    )
     world = open_world(world_spec, Catalog.load(catalog) if catalog is not None else None, seed=seed, live=live)
     served = ServedModel.load(model, world, RoleSet.load(roles) if roles is not None else None)
     if options.budget is not None:
