@@ -73,6 +73,15 @@ class BudgetRange:
         e_tok, e_lat = self.exponents
         return Budget(tok * scale**e_tok if tok is not None else None, lat * scale**e_lat if lat is not None else None)
 
+    def describe(self) -> str:
+        """The budgets it serves, tightest to loosest per axis (a looser budget is served by the loosest)."""
+        tightest, loosest = self.at(1 / self.ratio), self.loosest
+        parts = [
+            f"Tok {tightest.tok:.4g} to {loosest.tok:.4g} USD/100 queries" if loosest.tok is not None else "",
+            f"Lat {tightest.lat:.4g} to {loosest.lat:.4g} s/query" if loosest.lat is not None else "",
+        ]
+        return ", ".join(p for p in parts if p)
+
     def budgets(self) -> list[Budget]:
         """The training grid, tightest first."""
         return [self.at(s) for s in self.scales()]

@@ -7,6 +7,7 @@ embeddings are cached in memory and on disk (sqlite) by a hash of (model, precis
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -129,9 +130,15 @@ class TextEncoder:
         cache_dir: Path | None = None,
         use_disk_cache: bool = True,
         batch_size: int = 64,
+        memory_limit: int | None = None,
     ) -> None:
+        """`memory_limit`: the most embeddings kept in memory, the oldest dropped first (None: all of them; a
+        long-running server sets one, so its memory does not grow with every new question)."""
+        if memory_limit is not None and memory_limit < 1:
+            raise AgentBalanceError(f"the encoder's memory_limit must be at least 1, got {memory_limit}")
         self.model_name = model
         self.batch_size = batch_size
+        self.memory_limit = memory_limit
         self._model: SentenceTransformer | None = None
         self._memory: dict[str, np.ndarray] = {}
         self._disk = (
@@ -185,7 +192,11 @@ class TextEncoder:
                 self._disk.put_many(fresh)
         if not keys:
             return np.zeros((0, 0), np.float32)
-        return np.stack([self._memory[key] for key in keys])
+        embeddings = np.stack([self._memory[key] for key in keys])
+        if self.memory_limit is not None:
+            for key in list(itertools.islice(self._memory, max(0, len(self._memory) - self.memory_limit))):
+                del self._memory[key]  # dicts keep insertion order: the oldest first
+        return embeddings
 
     def encode_profiles(self, backbones: Sequence[Backbone]) -> np.ndarray:
         """(n_backbones, 3, dim): e_perf, e_ptp, e_type for each backbone."""

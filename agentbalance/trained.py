@@ -229,10 +229,27 @@ class TrainedController:
         controller = self.over(world)
         asked = [as_query(query) for query in queries]
         masses = controller.construct_many(asked, budget)
+        runner = controller.runner(
+            world, task, caps=caps, concurrency=concurrency, grader=grader, same_answer=same_answer
+        )
+        return runner.run_sync(list(zip(masses, asked, strict=True)))
+
+    def runner(
+        self,
+        world: World,
+        task: Task | None = None,
+        *,
+        caps: Caps | None = None,
+        concurrency: int = 32,
+        grader: Grader | None = None,
+        same_answer: SameAnswer | None = None,
+    ) -> Runner:
+        """The runner `run` executes its MAS with, for callers that run them themselves (`serve`, in its own
+        event loop): graded by `grader`, else by `task`'s scorer, else by the world; conditional agents compare
+        answers by `same_answer`, else `task`'s rule, else as canonical answers."""
         grader = grader or (task.score if task is not None else None)
         same_answer = same_answer or (task.same_answer if task is not None else same_recorded_answer)
-        runner = Runner(world, controller.roles, concurrency, caps, grader, same_answer)
-        return runner.run_sync(list(zip(masses, asked, strict=True)))
+        return Runner(world, self.roles, concurrency, caps, grader, same_answer)
 
     def evaluate(
         self,

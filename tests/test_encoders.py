@@ -9,6 +9,7 @@ import pytest
 
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder, backbone_profiles
+from agentbalance.errors import AgentBalanceError
 
 
 def test_profiles_name_benchmarks_prices_and_type() -> None:
@@ -85,3 +86,13 @@ def test_an_embedding_does_not_depend_on_the_batch_it_was_computed_in(offline_en
     staggered.encode(texts[1::3])  # a cache holding a third of them: the rest are batched differently
     assert np.array_equal(alone, together[:12])
     assert np.array_equal(staggered.encode(texts), together)
+
+
+def test_a_memory_limit_keeps_the_newest_embeddings_and_every_answer_whole(offline_encoder: TextEncoder) -> None:
+    texts = ["What is 2 + 2?", "Who wrote Hamlet?", "def add(a, b):", "Name a prime."]
+    bounded = TextEncoder(use_disk_cache=False, memory_limit=2)
+    bounded._model = offline_encoder._load()  # share the loaded model to keep the test fast
+    assert np.array_equal(bounded.encode(texts), offline_encoder.encode(texts))  # a batch over the limit, whole
+    assert len(bounded._memory) == 2 and set(bounded._memory) == {bounded.key(t) for t in texts[2:]}
+    with pytest.raises(AgentBalanceError, match="memory_limit"):
+        TextEncoder(use_disk_cache=False, memory_limit=0)

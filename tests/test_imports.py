@@ -47,6 +47,7 @@ ALLOWED: dict[str, set[str]] = {
     | {"trained", "train", "runtime", "experiment", "evaluation.measure", "policy"}
     | {"templates", "pooling", "plots", "encoders", "worlds", "splits", "tasks"},
     "adapters": CORE | {"trained", "runtime", "worlds", "encoders"},
+    "serve": CORE | {"trained", "runtime", "worlds", "encoders"},
     "agentbalance": CORE | {"pooling", "runtime", "worlds", "trained"},
 }
 NEVER = [
@@ -56,6 +57,7 @@ NEVER = [
     ("runtime", "policy", "execution never decides the MAS"),
     ("worlds", "policy", "worlds answer calls; they never decide the MAS"),
     ("adapters", "train", "the adapter uses a trained controller, never the trainer"),
+    ("serve", "train", "the server uses a trained controller, never the trainer"),
     ("experiment", "train", "an experiment is what training stands on"),
     ("evaluation.measure", "evaluation", "the measuring module imports no sweep"),
     ("evaluation.measure", "trained", "the measuring module sits below TrainedController"),

@@ -6,11 +6,20 @@ Nothing outside this package imports it.
 
 from __future__ import annotations
 
-from agentbalance.cli import build, curve, pools, record, run
+from agentbalance.cli import build, curve, pools, record, run, serve
 from agentbalance.cli.app import app
 
 # in the order `agentbalance --help` lists them: the pipeline's order
-for command in (pools.pools, run.run, build.build, run.evaluate, run.export, curve.curve, record.record):
+for command in (
+    pools.pools,
+    run.run,
+    build.build,
+    run.evaluate,
+    run.export,
+    curve.curve,
+    record.record,
+    serve.serve,
+):
     app.command()(command)
 
 __all__ = ["app", "main"]

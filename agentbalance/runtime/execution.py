@@ -401,7 +401,16 @@ class Execution:
         correct = grade(self.query, final, grader)
         latency_s = schedule[self.mas.decision][1]
         return Trace.summed(
-            self.query.id, answer, correct, tuple(agents), latency_s, wall_s, world, self.capped, bool(self.escalated)
+            self.query.id,
+            answer,
+            correct,
+            tuple(agents),
+            latency_s,
+            wall_s,
+            world,
+            self.capped,
+            bool(self.escalated),
+            text=final.text if final is not None else "",
         )
 
     def _check_done(self) -> None:

@@ -48,6 +48,7 @@ class Trace:
     agents: tuple[AgentTrace, ...] = field(default_factory=tuple)
     capped: str | None = None  # which per-query cap stopped new launches, if any
     escalated: bool = False  # a conditional agent ran because its inputs disagreed (or one failed)
+    text: str = ""  # what the decision agent passed on: its own reply, or the agreed input's when it was skipped
 
     @classmethod
     def summed(
@@ -61,6 +62,7 @@ class Trace:
         world: str,
         capped: str | None = None,
         escalated: bool = False,
+        text: str = "",
     ) -> Trace:
         """A trace whose cost and token totals are the sums of its agents' (one rule for every runner)."""
         return cls(
@@ -76,6 +78,7 @@ class Trace:
             agents=agents,
             capped=capped,
             escalated=escalated,
+            text=text,
         )
 
     @property
@@ -91,7 +94,7 @@ class Trace:
             if not with_text:
                 record.pop("text")
             agents.append(record)
-        return {
+        record: dict[str, Any] = {
             "id": self.id,
             "answer": self.answer,
             "correct": self.correct,
@@ -106,3 +109,6 @@ class Trace:
             "world": self.world,
             "agents": agents,
         }
+        if with_text:
+            record["text"] = self.text
+        return record

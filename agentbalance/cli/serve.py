@@ -1,0 +1,121 @@
+"""`agentbalance serve`: a run folder's controller as an OpenAI-compatible model, until SIGTERM.
+
+Thin: it opens the world as `run` does, loads the model and starts the server; every rule lives in
+`agentbalance.serve`. It never prints or logs a key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from agentbalance.catalog import Catalog
+from agentbalance.cli.app import (
+    BaseUrlOption,
+    CacheDirOption,
+    ConcurrencyOption,
+    MaxTokensOption,
+    NoCacheOption,
+    ServeBudgetLatOption,
+    ServeBudgetTokOption,
+    TimeoutOption,
+    reports_user_errors,
+    serve_budget,
+)
+from agentbalance.errors import AgentBalanceError
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.execution import Caps
+from agentbalance.worlds import WORLD_HELP, LiveOptions, open_world
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+@reports_user_errors
+def serve(
+    model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
+    host: Annotated[str, typer.Option(help="Address to bind; off loopback, --api-key-file is required.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
+    catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
+    roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the world.")] = 0,
+    api_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--api-key-file",
+            help="A file holding only the key clients must send (Authorization: Bearer KEY); off by default on "
+            "loopback, required on any other --host.",
+        ),
+    ] = None,
+    max_requests: Annotated[int, typer.Option(min=1, help="Requests executing at once.")] = 64,
+    max_waiting: Annotated[
+        int, typer.Option(min=0, help="Requests waiting for a slot; one more is answered 503 at once.")
+    ] = 256,
+    grace: Annotated[
+        float, typer.Option(min=0, help="After SIGTERM: seconds in-flight requests get to finish before a 503.")
+    ] = 30.0,
+    concurrency: ConcurrencyOption = 32,
+    concurrency_per_backbone: Annotated[
+        int | None, typer.Option(min=1, help="Live world: calls in flight per backbone (default: no own limit).")
+    ] = None,
+    max_tokens: MaxTokensOption = None,
+    budget_tok: ServeBudgetTokOption = None,
+    budget_lat: ServeBudgetLatOption = None,
+    max_usd: Annotated[float | None, typer.Option(help="Hard per-request USD cap (> 0).")] = None,
+    max_seconds: Annotated[float | None, typer.Option(help="Hard per-request seconds cap (> 0).")] = None,
+    base_url: BaseUrlOption = None,
+    world_api_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--world-api-key-file",
+            help="Live world: a file holding only the endpoint's API key (else $AGENTBALANCE_API_KEY).",
+        ),
+    ] = None,
+    cache_dir: CacheDirOption = None,
+    no_cache: NoCacheOption = False,
+    timeout: TimeoutOption = 60.0,
+    log_level: Annotated[str, typer.Option(help=" | ".join(LOG_LEVELS))] = "info",
+) -> None:
+    """Serve a trained controller's MAS as an OpenAI-compatible model: POST /v1/chat/completions, GET /v1/models.
+
+    Ask for model `agentbalance`, or `agentbalance:tok=0.2,lat=10` for a budget (a --budget-conditioned model).
+    """
+    from agentbalance.serve import ServedModel, ServeOptions, Server, create_app, server_key
+
+    if log_level not in LOG_LEVELS:
+        raise AgentBalanceError(f"unknown --log-level {log_level!r}; use {' | '.join(LOG_LEVELS)}")
+    key = server_key(host, api_key_file)  # before anything slow: a missing key is the first error
+    options = ServeOptions(
+        max_requests=max_requests,
+        max_waiting=max_waiting,
+        concurrency=concurrency,
+        caps=Caps(max_usd, max_seconds),
+        budget=serve_budget(budget_tok, budget_lat),
+        api_key=key,
+        grace_s=grace,
+    )
+    live = LiveOptions(
+        base_url,
+        cache_dir,
+        not no_cache,
+        timeout,
+        concurrency,
+        api_key_file=world_api_key_file,
+        max_tokens=max_tokens,
+        concurrency_per_backbone=concurrency_per_backbone,
+    )
+    world = open_world(world_spec, Catalog.load(catalog) if catalog is not None else None, seed=seed, live=live)
+    served = ServedModel.load(model, world, RoleSet.load(roles) if roles is not None else None)
+    if options.budget is not None:
+        served.controller.serving(options.budget)  # out of range: an error now, not on every request
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    kind = "simulated (a calibrated simulator, not real LLM calls)" if world.simulated else world.name
+    auth = "bearer token required" if key is not None else "off (loopback only)"
+    console.print(
+        f"serving {model} as model {options.name!r} on http://{host}:{port}/v1\nworld: {kind}; auth: {auth}",
+        markup=False,
+    )
+    Server(create_app(served, options), host, port, log_level).run()
