@@ -171,7 +171,8 @@ def local_catalog(
         if server is None:
             continue
         entry.update(model=server.alias, base_url=server.base_url, context_tokens=server.context_tokens)
-        entry.update(max_tokens=max_tokens, **overrides.get(entry["name"], {}))
+        entry["max_tokens"] = max_tokens
+        entry.update(overrides.get(entry["name"], {}))
         entries.append(entry)
     path = folder / "local-catalog.yaml"
     path.write_text(yaml.safe_dump({"backbones": entries}, sort_keys=False))

@@ -329,3 +329,50 @@ def test_the_autogen_adapter_runs_a_mas_over_openai_clients_of_the_real_server(
     assert smollm2.requests() - before == 2
     assert all(agent.error is None and agent.completion_tokens > 0 for agent in run.trace.agents)
     assert run.trace.cost_usd == pytest.approx(sum(a.cost_usd for a in run.trace.agents)) and run.trace.cost_usd > 0
+
+
+# ----------------------------------------------------------------------------- serve in front of the real server
+
+
+def test_serve_answers_the_openai_client_and_autogen_with_a_mas_run_on_the_real_server(
+    live_run: tuple[Path, dict[str, object]], smollm2: RealServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agentbalance serve` of the controller trained live, in front of the live world of the real servers."""
+    import openai
+
+    from agentbalance.serve import ServedModel, ServerThread, create_app
+    from agentbalance.worlds import LiveOptions, open_world
+
+    folder = live_run[0]
+    catalog = Catalog.load(folder.parent / "local-catalog.yaml")
+    options = LiveOptions(cache_dir=folder.parent / "serve-cache", api_key_file=None)
+    monkeypatch.setenv("AGENTBALANCE_API_KEY", KEY)
+    world = open_world("live", catalog, live=options)
+    before = smollm2.requests()
+    with ServerThread(create_app(ServedModel.load(folder, world))) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120)
+        reply = client.chat.completions.create(
+            model="agentbalance", messages=[{"role": "user", "content": "What is 12 + 7?"}]
+        )
+        about = reply.model_extra["agentbalance"]  # type: ignore[index]
+        assert reply.choices[0].message.content and reply.usage is not None and reply.usage.prompt_tokens > 0
+        assert about["mas"]["agents"] and about["cost_usd"] > 0 and about["latency_s"] > 0
+
+        pytest.importorskip("autogen_ext.models.openai", reason='AutoGen is an optional extra: "agentbalance[autogen]"')
+        from autogen_core.models import ModelFamily, ModelInfo, UserMessage
+        from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+        info = ModelInfo(
+            vision=False, function_calling=False, json_output=False, family=ModelFamily.UNKNOWN, structured_output=False
+        )
+        model_client = OpenAIChatCompletionClient(model="agentbalance", base_url=url, api_key="unused", model_info=info)
+
+        async def create() -> object:
+            try:
+                return await model_client.create([UserMessage(content="What is 30 - 4?", source="user")])
+            finally:
+                await model_client.close()
+
+        result = asyncio.run(create())
+        assert result.content and result.usage.completion_tokens > 0  # type: ignore[attr-defined]
+    assert smollm2.requests() > before  # the agents' calls reached the real server
