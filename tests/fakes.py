@@ -88,3 +88,9 @@ def cascade_mas(roles: tuple[str, str, str], backbones: tuple[str, str, str], wh
     agents = [Agent(id=i, role=r, backbone=b) for i, r, b in zip("ab", roles[:2], backbones[:2], strict=True)]
     agents.append(Agent(id="d", role=roles[2], backbone=backbones[2], when=when))
     return MAS(agents, [("a", "d"), ("b", "d")], "d")
+
+
+def two_agent_chain(first: str, second: str, role: str = "Mathematician") -> MAS:
+    """a0 on `first` answers, d on `second` reads it and decides: the smallest MAS with an upstream message."""
+    agents = [Agent(id="a0", role=role, backbone=first), Agent(id="d", role=role, backbone=second)]
+    return MAS(agents=agents, edges=[("a0", "d")], decision="d")

@@ -22,7 +22,7 @@ from agentbalance.worlds.base import AgentCall, AgentCallFailed
 from agentbalance.worlds.cache import CachedResponse, ResponseCache, cache_key
 from agentbalance.worlds.live import CACHE_FILE, LiveWorld
 from agentbalance.worlds.recording import record
-from tests.fakes import ArithmeticTask
+from tests.fakes import ArithmeticTask, two_agent_chain
 from tests.loopback_server import Fault, LoopbackServer
 
 KEY = "sk-loopback-limits-0123456789"
@@ -66,14 +66,6 @@ def ask(world: LiveWorld, backbone: str) -> None:
         Agent(id="a", role="Mathematician", backbone=backbone), ROLES["Mathematician"], world.catalog[backbone], QUERY
     )
     asyncio.run(world.complete(call))
-
-
-def chain(first: str, second: str) -> MAS:
-    agents = [
-        Agent(id="a0", role="Mathematician", backbone=first),
-        Agent(id="d", role="Mathematician", backbone=second),
-    ]
-    return MAS(agents=agents, edges=[("a0", "d")], decision="d")
 
 
 # ----------------------------------------------------------------------------- the completion-token limit
@@ -145,7 +137,7 @@ def test_a_long_upstream_answer_is_cut_to_fit_the_window_and_the_trace_says_so(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
     world = live(server, tmp_path)
-    (trace,) = Runner(world, ROLES).run_sync([(chain("tiny", "small"), QUERY)])
+    (trace,) = Runner(world, ROLES).run_sync([(two_agent_chain("tiny", "small"), QUERY)])
     decision = next(agent for agent in trace.agents if agent.id == "d")
     assert decision.error is None and trace.answer == "4"
     assert decision.context_cut is not None and "small's context window of 1024 tokens" in decision.context_cut
@@ -159,7 +151,7 @@ def test_a_long_upstream_answer_is_cut_to_fit_the_window_and_the_trace_says_so(
 
 def test_inputs_that_fit_are_sent_whole(server: LoopbackServer, tmp_path: Path) -> None:
     world = live(server, tmp_path)
-    (trace,) = Runner(world, ROLES).run_sync([(chain("think", "small"), QUERY)])
+    (trace,) = Runner(world, ROLES).run_sync([(two_agent_chain("think", "small"), QUERY)])
     assert all(agent.context_cut is None for agent in trace.agents)
     assert "were cut" not in server.requests_for("small-model")[0].body["messages"][-1]["content"]  # type: ignore[index]
 

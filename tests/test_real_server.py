@@ -32,6 +32,7 @@ from agentbalance.worlds.base import AgentCall
 from agentbalance.worlds.live import LiveWorld
 from agentbalance.worlds.replay import ReplayWorld
 from tests.conftest import REPO
+from tests.fakes import two_agent_chain
 from tests.real_servers import RealServer, gemma3_path, local_catalog, running, smollm2_path
 
 pytestmark = pytest.mark.real_server
@@ -77,14 +78,6 @@ def gemma3(logs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rea
         yield server
 
 
-def chain(first: str, second: str) -> MAS:
-    agents = [
-        Agent(id="a0", role="Mathematician", backbone=first),
-        Agent(id="d", role="Mathematician", backbone=second),
-    ]
-    return MAS(agents=agents, edges=[("a0", "d")], decision="d")
-
-
 def write_mas(folder: Path, mas: MAS) -> Path:
     path = folder / "mas.json"
     path.write_text(json.dumps(mas.to_json()))
@@ -103,7 +96,7 @@ def test_run_answers_with_real_usage_and_a_rerun_is_served_from_the_cache(smollm
         "--catalog",
         str(catalog),
         "--mas",
-        str(write_mas(tmp_path, chain("smollm2-135m", "smollm2-135m"))),
+        str(write_mas(tmp_path, two_agent_chain("smollm2-135m", "smollm2-135m"))),
     ]
     args += ["--task", "gsm8k", "--data", str(GSM8K), "--limit", "3", "--cache-dir", str(tmp_path / "cache"), "--json"]
     before = smollm2.requests()
@@ -325,7 +318,7 @@ def test_the_autogen_adapter_runs_a_mas_over_openai_clients_of_the_real_server(
     )  # type: ignore[arg-type]
     runner = GraphFlowRunner(ROLES, clients={"smollm2-135m": client}, catalog=catalog)
     before = smollm2.requests()
-    run = asyncio.run(runner.run(chain("smollm2-135m", "smollm2-135m"), "What is 12 + 7?"))
+    run = asyncio.run(runner.run(two_agent_chain("smollm2-135m", "smollm2-135m"), "What is 12 + 7?"))
     assert smollm2.requests() - before == 2
     assert all(agent.error is None and agent.completion_tokens > 0 for agent in run.trace.agents)
     assert run.trace.cost_usd == pytest.approx(sum(a.cost_usd for a in run.trace.agents)) and run.trace.cost_usd > 0
