@@ -42,6 +42,17 @@ def shared_embeddings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("shared-embeddings")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_session_cache(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Path) -> Iterator[None]:
+    """Module and session fixtures are set up before the per-test isolation below: they too never write to the
+    user's real cache directory, and they share the session's embedding store (they re-embedded every question
+    in a store of their own, or in the user's)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENTBALANCE_CACHE_DIR", str(tmp_path_factory.mktemp("session-cache")))
+        patch.setenv("AGENTBALANCE_EMBEDDING_CACHE_DIR", str(shared_embeddings))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, shared_embeddings: Path
