@@ -89,8 +89,8 @@ def measured_templates(small_experiment, template_outcomes) -> list[tuple[MAS, E
 
 def _replaying(experiment: Experiment, recorded: dict[tuple[object, ...], Outcome]) -> Experiment:
     """`experiment` whose `execute` takes the outcomes `recorded` holds from there and runs only the other pairs:
-    the simulated world is a pure function of the MAS and the question, in any batch and any order. For tests
-    whose subject is not the measuring of the templates (test_the_anchored_start_... measures them itself)."""
+    the simulated world is a pure function of the MAS and the question, in any batch and any order, so every
+    pair still gets the outcome the world gives it; the templates are just not measured again."""
 
     def execute(pairs: Sequence[tuple[MAS, Query]]) -> list[Outcome]:
         keys = [_pair_key(mas, query) for mas, query in pairs]
@@ -169,13 +169,13 @@ def test_a_mas_the_controller_cannot_construct_is_refused_with_the_reason(small_
 
 
 def test_the_anchored_start_is_the_best_template_that_fits_each_budget(
-    small_experiment, measured_templates, one_thread
+    small_experiment, template_outcomes, measured_templates, one_thread
 ) -> None:
     val = small_experiment.splits.val
     strongest = small_experiment.strongest_backbone()
     chain = measure(small_experiment, [topology_mas("chain", small_experiment.roles, strongest)] * len(val), val)
     budget_range = BudgetRange(Budget(chain.tok_upper * 1.2, chain.lat_upper * 1.2), ratio=1000, steps=3)
-    trainer = _trainer(small_experiment, budget_range, TrainConfig())
+    trainer = _trainer(_replaying(small_experiment, template_outcomes), budget_range, TrainConfig())
     imitated = trainer.anchor(small_experiment.splits.train, val)
     expected = [_best_fitting_template(measured_templates, budget) for budget in budget_range.budgets()]
     assert [_shape(mas) for mas in imitated] == [_shape(mas) for mas in expected]
