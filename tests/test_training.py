@@ -85,12 +85,12 @@ def test_a_saved_controller_reloads_and_builds_the_same_mas(built) -> None:
 
 
 def test_an_unreachable_budget_is_reported_with_the_cheapest_point(tmp_path: Path) -> None:
-    experiment = ExperimentSpec(sizes=(24, 12, 12))
+    experiment = ExperimentSpec(sizes=(8, 4, 4))  # no number of questions reaches Tok 1e-6
     spec = BuildSpec(experiment, budget=Budget(tok=1e-6), train=TrainConfig(epochs=1), restarts=1)
     result = build(spec, tmp_path / "run").result
     assert not result.feasible
     assert result.cheapest.tok > 1e-6
-    assert result.cheapest.agent_counts == {"1": 12}
+    assert result.cheapest.agent_counts == {"1": 4}
 
 
 def test_budgets_must_be_positive() -> None:
