@@ -201,8 +201,12 @@ class MAS:
         return graph
 
     def depth(self) -> int:
-        """Number of agents on the longest chain (1 for a lone decision agent)."""
-        return int(nx.dag_longest_path_length(self._graph())) + 1
+        """Number of agents on the longest chain (1 for a lone decision agent): one pass in topological
+        order, no graph built (every evaluation summary asks it of every MAS it measured)."""
+        chain: dict[str, int] = {}
+        for agent_id in self._order:
+            chain[agent_id] = 1 + max((chain[src] for src in self._predecessors[agent_id]), default=0)
+        return max(chain.values())
 
     def to_mermaid(self) -> str:
         """A mermaid flowchart: one box per agent (role, backbone), the decision agent double-boxed; the

@@ -15,6 +15,7 @@ import pytest
 
 if TYPE_CHECKING:
     from agentbalance.experiment import Experiment
+    from agentbalance.train.build import Built
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -39,6 +40,17 @@ def shared_embeddings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One embedding store for the whole session: an embedding depends only on its text, model and
     precision (its key), so tests that do not test the cache itself need not embed a question twice."""
     return tmp_path_factory.mktemp("shared-embeddings")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_session_cache(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Path) -> Iterator[None]:
+    """Module and session fixtures are set up before the per-test isolation below: they too never write to the
+    user's real cache directory, and they share the session's embedding store (they re-embedded every question
+    in a store of their own, or in the user's)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENTBALANCE_CACHE_DIR", str(tmp_path_factory.mktemp("session-cache")))
+        patch.setenv("AGENTBALANCE_EMBEDDING_CACHE_DIR", str(shared_embeddings))
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -66,10 +78,10 @@ SMALL_BUILD = ("--train", "40", "--val", "20", "--test", "20", "--epochs", "1", 
 
 
 @pytest.fixture(scope="session")
-def trained_run(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Path) -> Path:
-    """One small trained controller (simulated world, Tok 0.5 and Lat 60 budgets) built once per session:
-    the run folder every test of `run --model`, `evaluate`, `export` and `TrainedController` reads (and
-    none writes: copy it first to change it)."""
+def built_run(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Path) -> Built:
+    """One small trained controller (simulated world, 40 / 20 / 20 questions, Tok 0.5 and Lat 60 budgets, 2 epochs,
+    2 restarts) built once per session: the `Built` the training tests inspect, and the run folder every test of
+    `run --model`, `evaluate`, `export` and `TrainedController` reads (and none writes: copy it first to change it)."""
     from agentbalance.budgets import Budget
     from agentbalance.experiment import ExperimentSpec
     from agentbalance.train.build import BuildSpec, build
@@ -79,9 +91,14 @@ def trained_run(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Pat
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AGENTBALANCE_CACHE_DIR", str(out.parent / "cache"))
         patch.setenv("AGENTBALANCE_EMBEDDING_CACHE_DIR", str(shared_embeddings))
-        spec = BuildSpec(ExperimentSpec(sizes=(40, 20, 20)), Budget(0.5, 60.0), TrainConfig(epochs=1), restarts=1)
-        build(spec, out)
-    return out
+        spec = BuildSpec(ExperimentSpec(sizes=(40, 20, 20)), Budget(0.5, 60.0), TrainConfig(epochs=2), restarts=2)
+        return build(spec, out)
+
+
+@pytest.fixture(scope="session")
+def trained_run(built_run: Built) -> Path:
+    """The run folder of `built_run`."""
+    return built_run.out
 
 
 def agentbalance(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
 from agentbalance.policy.condition import budget_condition, conditions
 from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.query import Query
 from agentbalance.runtime.rollout import Outcome
 from agentbalance.templates import cascade_mas, topology_mas, vote_mas
 from agentbalance.train.anchor import ANCHOR_TOPOLOGIES, anchor_templates
@@ -61,14 +63,44 @@ def _best_fitting_template(measured: list[tuple[MAS, Evaluation]], budget: Budge
     return max(fitting, key=lambda item: (item[1].perf, -item[1].tok))[0]
 
 
+def _pair_key(mas: MAS, query: Query) -> tuple[object, ...]:
+    return mas.agents, mas.edges, mas.decision, query.id
+
+
 @pytest.fixture(scope="module")
-def measured_templates(small_experiment) -> list[tuple[MAS, Evaluation]]:
-    """Every template measured once on the training and validation questions (one batch)."""
+def template_outcomes(small_experiment) -> dict[tuple[object, ...], Outcome]:
+    """Every template's outcome on every training and validation question, measured once (one batch)."""
     questions = small_experiment.splits.train + small_experiment.splits.val
-    templates = _templates(small_experiment)
-    outcomes = small_experiment.execute([(mas, q) for mas in templates for q in questions])
+    pairs = [(mas, q) for mas in _templates(small_experiment) for q in questions]
+    outcomes = small_experiment.execute(pairs)
+    return {_pair_key(mas, q): outcome for (mas, q), outcome in zip(pairs, outcomes, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def measured_templates(small_experiment, template_outcomes) -> list[tuple[MAS, Evaluation]]:
+    """Every template summarised on the training and validation questions."""
+    questions = small_experiment.splits.train + small_experiment.splits.val
     n = len(questions)
-    return [(mas, summarise([mas] * n, outcomes[i * n : (i + 1) * n], CONFIDENCE_Z)) for i, mas in enumerate(templates)]
+    return [
+        (mas, summarise([mas] * n, [template_outcomes[_pair_key(mas, q)] for q in questions], CONFIDENCE_Z))
+        for mas in _templates(small_experiment)
+    ]
+
+
+def _replaying(experiment: Experiment, recorded: dict[tuple[object, ...], Outcome]) -> Experiment:
+    """`experiment` whose `execute` takes the outcomes `recorded` holds from there and runs only the other pairs:
+    the simulated world is a pure function of the MAS and the question, in any batch and any order, so every
+    pair still gets the outcome the world gives it; the templates are just not measured again."""
+
+    def execute(pairs: Sequence[tuple[MAS, Query]]) -> list[Outcome]:
+        keys = [_pair_key(mas, query) for mas, query in pairs]
+        others = [pair for pair, key in zip(pairs, keys, strict=True) if key not in recorded]
+        ran = iter(experiment.execute(others) if others else [])
+        return [recorded[key] if key in recorded else next(ran) for key in keys]
+
+    replayed = dataclasses.replace(experiment)
+    replayed.execute = execute  # type: ignore[method-assign]
+    return replayed
 
 
 def _shape(mas: MAS) -> tuple[object, ...]:
@@ -137,13 +169,13 @@ def test_a_mas_the_controller_cannot_construct_is_refused_with_the_reason(small_
 
 
 def test_the_anchored_start_is_the_best_template_that_fits_each_budget(
-    small_experiment, measured_templates, one_thread
+    small_experiment, template_outcomes, measured_templates, one_thread
 ) -> None:
     val = small_experiment.splits.val
     strongest = small_experiment.strongest_backbone()
     chain = measure(small_experiment, [topology_mas("chain", small_experiment.roles, strongest)] * len(val), val)
     budget_range = BudgetRange(Budget(chain.tok_upper * 1.2, chain.lat_upper * 1.2), ratio=1000, steps=3)
-    trainer = _trainer(small_experiment, budget_range, TrainConfig())
+    trainer = _trainer(_replaying(small_experiment, template_outcomes), budget_range, TrainConfig())
     imitated = trainer.anchor(small_experiment.splits.train, val)
     expected = [_best_fitting_template(measured_templates, budget) for budget in budget_range.budgets()]
     assert [_shape(mas) for mas in imitated] == [_shape(mas) for mas in expected]
@@ -167,7 +199,7 @@ def test_templates_are_told_apart_on_the_training_questions_too(small_experiment
         steady = backbones == {strong} and sum(map(ord, query.id)) % 10 != 0  # right on ~90% everywhere
         return Outcome("A", lucky or steady, 0.0001 * len(mas), 1.0, len(mas))
 
-    trainer = _trainer(small_experiment, Budget(tok=1.0), TrainConfig())
+    trainer = _trainer(small_experiment, Budget(tok=1.0), TrainConfig(anchor_steps=1))  # the choice, not its imitation
     trainer.run.execute = lambda pairs: [outcome(mas, query) for mas, query in pairs]
     imitated = trainer.anchor(small_experiment.splits.train, small_experiment.splits.val)
     assert [_shape(mas) for mas in imitated] == [_shape(MAS.single(small_experiment.roles.decision.name, strong))]
@@ -180,13 +212,15 @@ def test_a_trained_policy_must_win_by_the_margin_to_replace_the_anchored_start()
     assert selection_key((0, 0.95), True, margin) < selection_key((1, 0.50), False, margin), "budgets met first"
 
 
-def test_a_build_that_learns_nothing_keeps_the_anchored_start(small_experiment, measured_templates, one_thread) -> None:
+def test_a_build_that_learns_nothing_keeps_the_anchored_start(
+    small_experiment, template_outcomes, measured_templates, one_thread
+) -> None:
     """With a zero learning rate every epoch behaves like the anchored start: the result says so, and
     its margin is one standard error of the anchored start's validation Perf."""
     val = small_experiment.splits.val
     budget = Budget(tok=0.05)
     spec = BuildSpec(budget=budget, train=TrainConfig(epochs=2, learning_rate=0.0), restarts=2)
-    _, _, result = train_on(small_experiment, spec)
+    _, _, result = train_on(_replaying(small_experiment, template_outcomes), spec)
     assert result.anchored
     assert 0 < result.anchor_margin <= 0.5 / len(val) ** 0.5
     best = _best_fitting_template(measured_templates, budget)
@@ -215,7 +249,7 @@ def test_fixed_lambdas_keep_the_users_delta_and_rank_by_the_penalised_objective(
     assert built.trainer.anchored is None
 
 
-def test_training_keeps_pulling_towards_the_anchored_templates(small_experiment, one_thread) -> None:
+def test_training_keeps_pulling_towards_the_anchored_templates(small_experiment, template_outcomes, one_thread) -> None:
     """Where the reward says nothing (every sample scores the same), REINFORCE steps move the policy towards
     the imitated templates when `anchor_weight` > 0, and not without (then only rounding noise moves it)."""
     val, train = small_experiment.splits.val, small_experiment.splits.train
@@ -226,7 +260,7 @@ def test_training_keeps_pulling_towards_the_anchored_templates(small_experiment,
     def gain(weight: float) -> float:
         torch.manual_seed(0)
         config = TrainConfig(anchor_steps=5, anchor_weight=weight, entropy_bonus=0.0, length_penalty=0.0)
-        trainer = _trainer(small_experiment, budget_range, config)
+        trainer = _trainer(_replaying(small_experiment, template_outcomes), budget_range, config)
         trainer.anchor(train, val)
         assert trainer.anchored is not None
         trainer.run.execute = lambda pairs: [Outcome("A", True, 0.001, 1.0, 1) for _ in pairs]  # a flat reward

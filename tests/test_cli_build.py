@@ -205,6 +205,8 @@ def test_build_and_evaluate_in_the_live_world_with_a_task(tmp_path: Path) -> Non
             "1",
             *live,
             *task,
+            "--max-pool",  # pools 0-1 only: fewer templates to pay for (test_secrets builds on every pool)
+            "1",
             "--train",
             "8",
             "--val",

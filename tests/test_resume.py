@@ -21,10 +21,11 @@ from tests.test_cli_build import agentbalance
 pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
 
 SMALL = ["--train", "16", "--val", "8", "--test", "8", "--epochs", "2", "--restarts", "2"]
+LIVE = ["--train", "8", "--val", "4", "--test", "4", "--epochs", "2", "--restarts", "2"]  # every question is paid
 
 
-def build_args(out: Path, *extra: str) -> list[str]:
-    return ["build", "--budget-tok", "0.5", *SMALL, *extra, "--out", str(out), "--json"]
+def build_args(out: Path, *extra: str, sizes: list[str] = SMALL) -> list[str]:
+    return ["build", "--budget-tok", "0.5", *sizes, *extra, "--out", str(out), "--json"]
 
 
 def kill_after_first_restart(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
@@ -107,21 +108,22 @@ def test_a_killed_live_build_pays_for_no_call_twice(tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
     questions.write_text(
         "".join(json.dumps({"id": f"q{i}", "question": f"What is {i} + 4 - {i}?", "answer": "4"}) + "\n"
-                for i in range(40)),
+                for i in range(20)),
         encoding="utf-8",
     )  # fmt: skip
     env = {"AGENTBALANCE_API_KEY": "sk-loopback"}
     with LoopbackServer(api_keys={"sk-loopback"}) as server:
 
-        def live(cache: str) -> list[str]:  # pools 0-1 only: fewer templates to pay for, the same resume path
-            return ["--world", "live", "--base-url", server.base_url, "--cache-dir", str(tmp_path / cache),
-                    "--task", "jsonl", "--data", str(questions), "--max-pool", "1"]  # fmt: skip
+        def live(out: str, cache: str) -> list[str]:  # pools 0-1 only: fewer templates to pay for, the same resume path
+            return build_args(tmp_path / out, "--world", "live", "--base-url", server.base_url, "--cache-dir",
+                              str(tmp_path / cache), "--task", "jsonl", "--data", str(questions), "--max-pool", "1",
+                              sizes=LIVE)  # fmt: skip
 
-        done = agentbalance(*build_args(tmp_path / "reference", *live("cache-a")), cwd=tmp_path, env=env)
+        done = agentbalance(*live("reference", "cache-a"), cwd=tmp_path, env=env)
         assert done.returncode == 0, done.stderr
         uninterrupted = server.count()
-        kill_after_first_restart(build_args(tmp_path / "resumed", *live("cache-b")), tmp_path, env)
-        done = agentbalance(*build_args(tmp_path / "resumed", *live("cache-b")), cwd=tmp_path, env=env)
+        kill_after_first_restart(live("resumed", "cache-b"), tmp_path, env)
+        done = agentbalance(*live("resumed", "cache-b"), cwd=tmp_path, env=env)
         assert done.returncode == 0, done.stderr
         assert server.count() - uninterrupted == uninterrupted, "the killed run and its rerun paid for a call twice"
 

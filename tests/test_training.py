@@ -20,7 +20,7 @@ from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import rollout
 from agentbalance.runtime.runner import Runner
-from agentbalance.train.build import BuildSpec, build, train_on
+from agentbalance.train.build import BuildSpec, Built, build, train_on
 from agentbalance.train.config import TrainConfig
 from agentbalance.train.policy_gradient import policy_gradient_loss
 from agentbalance.train.reinforce import Trainer
@@ -32,10 +32,9 @@ pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make tes
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory):
-    experiment = ExperimentSpec(sizes=(60, 30, 30))
-    spec = BuildSpec(experiment, budget=Budget(tok=0.3, lat=30), train=TrainConfig(epochs=3), restarts=2)
-    return build(spec, tmp_path_factory.mktemp("run") / "run")
+def built(built_run: Built) -> Built:
+    """The session's small build (conftest: 40 / 20 / 20 questions, Tok 0.5 and Lat 60, 2 epochs, 2 restarts)."""
+    return built_run
 
 
 def test_the_sync_rollout_gives_what_the_async_runner_gives(built) -> None:
@@ -60,19 +59,19 @@ def test_constructions_do_not_change_when_the_gold_answers_are_shuffled(built) -
         for q, a in zip(test, shuffled_answers, strict=True)
     ]
     controller, encoder = built.controller, TextEncoder()  # fresh embeddings of the tampered queries
-    condition = budget_condition(Budget(0.3, 30), len(test))
+    condition = budget_condition(built.trainer.run.targets[-1], len(test))
     before = controller.construct(torch.stack(list(embed_queries(encoder, test).values())), condition)
     after = controller.construct(torch.stack(list(embed_queries(encoder, tampered).values())), condition)
     assert [m.to_json() for m in before] == [m.to_json() for m in after]
 
 
 def test_the_reported_test_split_meets_the_budget_or_says_it_does_not(built) -> None:
-    result = built.result
-    assert len(result.history) == 3, "the kept run's own history (one of two restarts)"
+    result, budget = built.result, built.trainer.run.targets[-1]
+    assert len(result.history) == 2, "the kept run's own history (one of two restarts)"
     if result.feasible:
-        assert result.val.tok_upper <= 0.3 and result.val.lat_upper <= 30
+        assert result.val.tok_upper <= budget.tok and result.val.lat_upper <= budget.lat
     assert result.cheapest.tok <= result.test.tok + 1e-12 or not result.feasible
-    assert 0 <= result.test.perf <= 1 and result.test.n == 30
+    assert 0 <= result.test.perf <= 1 and result.test.n == len(built.splits.test) == 20
 
 
 def test_a_saved_controller_reloads_and_builds_the_same_mas(built) -> None:
@@ -86,12 +85,12 @@ def test_a_saved_controller_reloads_and_builds_the_same_mas(built) -> None:
 
 
 def test_an_unreachable_budget_is_reported_with_the_cheapest_point(tmp_path: Path) -> None:
-    experiment = ExperimentSpec(sizes=(24, 12, 12))
+    experiment = ExperimentSpec(sizes=(8, 4, 4))  # no number of questions reaches Tok 1e-6
     spec = BuildSpec(experiment, budget=Budget(tok=1e-6), train=TrainConfig(epochs=1), restarts=1)
     result = build(spec, tmp_path / "run").result
     assert not result.feasible
     assert result.cheapest.tok > 1e-6
-    assert result.cheapest.agent_counts == {"1": 12}
+    assert result.cheapest.agent_counts == {"1": 4}
 
 
 def test_budgets_must_be_positive() -> None:
@@ -101,7 +100,7 @@ def test_budgets_must_be_positive() -> None:
 
 def test_the_difficulty_estimator_is_reported_overall_and_per_domain(built) -> None:
     quality = built.result.difficulty
-    assert quality["n"] == 30 and set(quality["per_domain"]) == {"general", "math", "code"}
+    assert quality["n"] == 20 and set(quality["per_domain"]) == {"general", "math", "code"}
     assert quality["spearman"] is None or -1 <= quality["spearman"] <= 1
 
 
