@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -16,11 +17,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from agentbalance import shared_sqlite
 from agentbalance.catalog import Backbone
 from agentbalance.errors import AgentBalanceError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+
+log = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 # The encoder computes in float64 and returns float32. In float32 a text's embedding depended on the
@@ -92,30 +96,54 @@ def _resolve_model_path(model: str) -> str:
 
 
 class EmbeddingCache:
-    """Persistent text-hash -> vector store; one sqlite file, each insert its own transaction."""
+    """Persistent text-hash -> vector store; one sqlite file (WAL), each insert its own transaction.
+
+    Several processes of one node may share the file (busy timeout, then retries: shared_sqlite.py); never
+    put it on NFS. A database error left after the retries is logged and costs a recomputation (a miss, an
+    unsaved vector), never the run.
+    """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path)
-        with self._db:
-            self._db.execute("CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        try:
+            self._db = shared_sqlite.connect(path)
+            shared_sqlite.retrying(
+                lambda: self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB NOT NULL)"
+                ),
+                f"{path}: create",
+            )
+        except sqlite3.Error as error:
+            raise AgentBalanceError(f"cannot open the embedding cache {path}: {error}") from None
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), 500):
             chunk = list(keys[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            for key, blob in self._db.execute(f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk):
+            query = f"SELECT key, vector FROM embeddings WHERE key IN ({marks})"
+            try:
+                rows = shared_sqlite.retrying(
+                    lambda q=query, c=chunk: self._db.execute(q, c).fetchall(), f"{self.path}: read"
+                )
+            except sqlite3.Error as error:
+                log.warning("embedding cache %s: read failed (%s); computing those texts again", self.path, error)
+                continue
+            for key, blob in rows:
                 found[key] = np.frombuffer(blob, dtype=np.float32)
         return found
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO embeddings (key, vector) VALUES (?, ?)",
-                [(key, np.asarray(vector, np.float32).tobytes()) for key, vector in items.items()],
+        rows = [(key, np.asarray(vector, np.float32).tobytes()) for key, vector in items.items()]
+        try:
+            shared_sqlite.write(
+                self._db,
+                lambda db: db.executemany("INSERT OR REPLACE INTO embeddings (key, vector) VALUES (?, ?)", rows),
+                f"{self.path}: write",
             )
+        except sqlite3.Error as error:
+            log.warning("embedding cache %s: write failed (%s); %d vectors not saved", self.path, error, len(rows))
 
     def close(self) -> None:
         self._db.close()

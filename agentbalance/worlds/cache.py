@@ -16,12 +16,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agentbalance import shared_sqlite
 from agentbalance.errors import AgentBalanceError
 
 log = logging.getLogger(__name__)
 
 KEY_VERSION = 1  # bump when the meaning of a key changes: old rows then simply miss
-BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process's transaction
+BUSY_TIMEOUT_S = shared_sqlite.BUSY_TIMEOUT_S  # how long a writer waits for another process's transaction
 
 
 def cache_key(
@@ -89,7 +90,8 @@ def _checksum(key: str, value: str) -> str:
 
 
 class ResponseCache:
-    """key -> CachedResponse in one sqlite file (WAL): one transaction per insert, safe across threads and processes.
+    """key -> CachedResponse in one sqlite file (WAL): one transaction per insert, safe across threads and processes
+    of one node (busy timeout, then retries: shared_sqlite.py); never on NFS.
 
     Every row carries a checksum of (key, value); a row that fails it is treated as a miss and
     overwritten by the next `put`. Errors of the database at run time are logged and turn into
@@ -106,6 +108,8 @@ class ResponseCache:
             raise AgentBalanceError(f"cannot create the response cache folder {self.path.parent}: {error}") from None
         try:
             self._db = self._open()
+        except sqlite3.OperationalError as error:  # e.g. locked by another process beyond the retries: not corrupt
+            raise AgentBalanceError(f"cannot open the response cache {self.path}: {error}") from None
         except sqlite3.DatabaseError as error:
             aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
             log.warning("response cache %s is unreadable (%s); moved aside to %s", self.path, error, aside)
@@ -118,13 +122,14 @@ class ResponseCache:
             raise AgentBalanceError(f"cannot open the response cache {self.path}: {error}") from None
 
     def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
+        db = shared_sqlite.connect(self.path, check_same_thread=False)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS responses ("
-                "key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum TEXT NOT NULL, created REAL NOT NULL)"
+            shared_sqlite.retrying(
+                lambda: db.execute(
+                    "CREATE TABLE IF NOT EXISTS responses ("
+                    "key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum TEXT NOT NULL, created REAL NOT NULL)"
+                ),
+                f"{self.path}: create",
             )
         except sqlite3.Error:
             db.close()
@@ -135,7 +140,10 @@ class ResponseCache:
         """The cached response, or None on a miss, a corrupt row or a database error."""
         try:
             with self._lock:
-                row = self._db.execute("SELECT value, checksum FROM responses WHERE key = ?", (key,)).fetchone()
+                row = shared_sqlite.retrying(
+                    lambda: self._db.execute("SELECT value, checksum FROM responses WHERE key = ?", (key,)).fetchone(),
+                    f"{self.path}: read",
+                )
         except sqlite3.Error as error:
             log.warning("response cache %s: read failed (%s); treating as a miss", self.path, error)
             return None
@@ -156,22 +164,24 @@ class ResponseCache:
         value = response.to_json()
         try:
             with self._lock:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    self._db.execute(
+                shared_sqlite.write(
+                    self._db,
+                    lambda db: db.execute(
                         "INSERT OR REPLACE INTO responses (key, value, checksum, created) VALUES (?, ?, ?, ?)",
                         (key, value, _checksum(key, value), time.time()),
-                    )
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
+                    ),
+                    f"{self.path}: write",
+                )
         except sqlite3.Error as error:
             log.warning("response cache %s: write failed (%s); the response is not cached", self.path, error)
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            return int(
+                shared_sqlite.retrying(
+                    lambda: self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0], f"{self.path}: count"
+                )
+            )
 
     def close(self) -> None:
         with self._lock:
