@@ -44,6 +44,9 @@ CacheDirOption = Annotated[Path | None, typer.Option(help="Live world response c
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Live world: do not read or write the cache.")]
 TimeoutOption = Annotated[float, typer.Option(help="Live world: seconds per call before it is retried.")]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="LLM calls in flight at once.")]
+ConcurrencyPerBackboneOption = Annotated[
+    int | None, typer.Option(min=1, help="Live world: calls in flight per backbone (default: no own limit).")
+]
 MaxTokensOption = Annotated[
     int | None,
     typer.Option(

@@ -20,6 +20,7 @@ from agentbalance.cli.app import (
     BaseUrlOption,
     CacheDirOption,
     ConcurrencyOption,
+    ConcurrencyPerBackboneOption,
     DataOption,
     LimitOption,
     MaxTokensOption,
@@ -97,9 +98,7 @@ def run(
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     concurrency: ConcurrencyOption = 32,
-    concurrency_per_backbone: Annotated[
-        int | None, typer.Option(min=1, help="Live world: calls in flight per backbone (default: no own limit).")
-    ] = None,
+    concurrency_per_backbone: ConcurrencyPerBackboneOption = None,
     max_tokens: MaxTokensOption = None,
     api_key_file: ApiKeyFileOption = None,
     task: TaskOption = None,

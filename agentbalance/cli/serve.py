@@ -17,6 +17,7 @@ from agentbalance.cli.app import (
     BaseUrlOption,
     CacheDirOption,
     ConcurrencyOption,
+    ConcurrencyPerBackboneOption,
     MaxTokensOption,
     NoCacheOption,
     ServeBudgetLatOption,
@@ -58,9 +59,7 @@ def serve(
         float, typer.Option(min=0, help="After SIGTERM: seconds in-flight requests get to finish before a 503.")
     ] = 30.0,
     concurrency: ConcurrencyOption = 32,
-    concurrency_per_backbone: Annotated[
-        int | None, typer.Option(min=1, help="Live world: calls in flight per backbone (default: no own limit).")
-    ] = None,
+    concurrency_per_backbone: ConcurrencyPerBackboneOption = None,
     max_tokens: MaxTokensOption = None,
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,

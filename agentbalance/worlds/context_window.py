@@ -74,13 +74,11 @@ def fit_prompt(call: AgentCall, context_tokens: int, max_tokens: int) -> FittedP
             "lower the backbone's max_tokens or give it a larger context_tokens"
         )
     caps = _water_fill(sizes, available - len(sizes) * MARKER_TOKENS)
-    inputs, cut_tokens = [], 0
-    for upstream, size, cap in zip(call.inputs, sizes, caps, strict=True):
-        if size > cap:
-            inputs.append(_cut(upstream, size, cap))
-            cut_tokens += size - cap
-        else:
-            inputs.append(upstream)
+    inputs = [
+        _cut(upstream, size, cap) if size > cap else upstream
+        for upstream, size, cap in zip(call.inputs, sizes, caps, strict=True)
+    ]
+    cut_tokens = sum(max(size - cap, 0) for size, cap in zip(sizes, caps, strict=True))
     cut_agents = sum(size > cap for size, cap in zip(sizes, caps, strict=True))
     note = f"cut {cut_tokens} tokens from {cut_agents} input(s) to fit {where} with max_tokens {max_tokens}"
     return FittedPrompt(agent_messages(call.role, call.query, inputs, call.note), note)
