@@ -10,7 +10,9 @@ wrong-answer model (docs/simulated-world.md, "Why answers agree"). Read-only on 
   by pair strength, and each backbone's slope against the others' solve rate (lower for weak backbones);
 * whether backbones of one catalog `family` err together beyond difficulty and pick the same wrong answers, in every
   world, raw and against different-family pairs of the same accuracies; split by same / other published size
-  (`params_total_b`: the same size in one family is in all likelihood one pretrained model) and by `instruct`.
+  (`params_total_b`: the same size in one family, or in two point releases of one, "llama-3" and "llama-3.1", is in
+  all likelihood one pretrained model) and by `instruct`; and the fit of the simulator's checkpoint model (a base
+  model keeps all of its checkpoint's idiosyncrasy, a tuned one a share h_t) to those pairs.
 Run: .venv/bin/python benchmarks/agreement_mechanisms.py   (writes benchmarks/results/agreement_mechanisms.json)
 """
 
@@ -197,6 +199,7 @@ def pair_rows(answers: np.ndarray, correct: np.ndarray, backbones: list[Backbone
                 "pair": f"{backbones[i].name} | {backbones[j].name}",
                 "relation": relation(backbones[i], backbones[j]),
                 "instruct": _instruct_pattern(backbones[i], backbones[j]),
+                "same_family": backbones[i].family == backbones[j].family,
                 "low": min(accuracy[i], accuracy[j]),
                 "high": max(accuracy[i], accuracy[j]),
                 "phi": float(np.corrcoef(correct[:, i], correct[:, j])[0, 1]),
@@ -228,7 +231,7 @@ def matched_excess(pairs: pd.DataFrame) -> pd.DataFrame:
         controls = controls_all[distance <= MATCH_WINDOW]
         if len(controls) == 0:
             controls = controls_all.loc[distance.nsmallest(3).index]
-        row = {key: pair[key] for key in ("pair", "relation", "instruct")} | {"controls": len(controls)}
+        row = {key: pair[key] for key in ("pair", "relation", "instruct", "same_family")} | {"controls": len(controls)}
         for quantity in ("phi", "latent", "same_wrong", "readable_excess"):
             row[quantity] = pair[quantity] - controls[quantity].mean()
         control_same = controls["same_wrong"].mean()
@@ -237,6 +240,46 @@ def matched_excess(pairs: pd.DataFrame) -> pd.DataFrame:
         )  # two options (Winogrande): two wrong answers are always the same
         out.append(row)
     return pd.DataFrame(out)
+
+
+def inheritance_fit(excess: pd.DataFrame) -> dict[str, object] | None:
+    """The simulator's checkpoint model, fitted to the checkpoint pairs of known `instruct`: beyond the family's
+    share (the matched excess of one family's pairs of other sizes, for pairs of one family), a pair shares
+    W h_m h_n of its solve noise (latent) and Q h_m h_n of its wrong answers (shared_wrong_share), h = 1 for a base
+    model and h_t for a tuned one. h_t by grid search, W and Q by least squares given h_t; each quantity alone and
+    both together (each weighted by its variance), to see whether one h_t explains both."""
+    pairs = excess[(excess["relation"] == "checkpoint") & (excess["instruct"] != "unknown")]
+    family = excess[excess["relation"] == "family"]
+    if len(pairs) < 3 or family.empty:
+        return None
+    tuned = pairs["instruct"].map({"both base": 0, "mixed": 1, "both instruct": 2}).to_numpy()
+    targets = {
+        quantity: (pairs[quantity] - family[quantity].mean() * pairs["same_family"]).to_numpy()
+        for quantity in ("latent", "shared_wrong_share")
+    }
+
+    def fit(quantities: tuple[str, ...]) -> dict[str, float]:
+        best: tuple[float, float] | None = None
+        for h in np.linspace(0.01, 1, 100):
+            g = h**tuned
+            loss = sum(
+                float(((y - (g @ y) / (g @ g) * g) ** 2).sum() / y.var()) for y in (targets[q] for q in quantities)
+            )
+            best = (loss, h) if best is None or loss < best[0] else best
+        assert best is not None
+        g = best[1] ** tuned
+        return {"tuned_inheritance": round(best[1], 2)} | {
+            f"{q}_share_of_base_pair": round(float((g @ targets[q]) / (g @ g)), 4) for q in quantities
+        }
+
+    return {
+        "pairs": len(pairs),
+        "by_pattern": pairs.groupby("instruct")["pair"].count().to_dict(),
+        "family_share_removed": {q: round(float(family[q].mean()), 4) for q in targets},
+        "latent": fit(("latent",)),
+        "shared_wrong_share": fit(("shared_wrong_share",)),
+        "both": fit(("latent", "shared_wrong_share")),
+    }
 
 
 def _mean_and_error(values: pd.Series) -> list[float] | None:
@@ -269,6 +312,7 @@ def family_effects(answers: np.ndarray, correct: np.ndarray, backbones: list[Bac
         "raw_by_relation_mean_se_n": raw,
         "matched_excess_by_relation_mean_se_n": by_relation,
         "matched_excess_by_instruct_mean_se_n": by_instruct,
+        "checkpoint_inheritance_fit": inheritance_fit(excess),
         "matched_excess_per_pair": [
             {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
             for row in excess.to_dict("records")

@@ -16,7 +16,7 @@ from agentbalance.mas import Agent
 from agentbalance.query import DOMAINS, Query
 from agentbalance.roles import Role, RoleSet
 from agentbalance.worlds.base import AgentCall, Completion, Upstream
-from agentbalance.worlds.simulated import SimulatedWorld, SimulationParameters
+from agentbalance.worlds.simulated import SimulatedWorld, SimulationParameters, relation
 from agentbalance.worlds.simulated.questions import generate_synthetic
 
 CATALOG = Catalog.load()
@@ -305,10 +305,11 @@ def family_and_other_pairs(parameters: SimulationParameters) -> dict[str, dict[s
 
 
 def test_backbones_of_one_family_and_size_err_together_and_share_wrong_answers_beyond_their_accuracy() -> None:
-    """Recorded MMLU-Pro pairs of one family and size (one pretraining) err together beyond difficulty (latent noise
-    correlation +0.12) and their wrong answers coincide more (+0.066) than different-family pairs of the same
-    accuracies. The simulator's family and checkpoint shares give that to backbones of equal scores; without them
-    (shares 0) the gap is gone."""
+    """Recorded MMLU-Pro pairs of one checkpoint (one family or point release, one size) err together beyond
+    difficulty (latent noise correlation +0.17 over 16 pairs) and their wrong answers coincide more (+0.08) than
+    different-family pairs of the same accuracies (`instruct` not given here: the simulator takes the midpoint). The
+    simulator's family and checkpoint shares give that to backbones of equal scores; without them (shares 0) the gap
+    is gone."""
     with_mechanism = family_and_other_pairs(SimulationParameters())
     assert with_mechanism["family"]["residual"] - with_mechanism["other"]["residual"] >= 0.04, with_mechanism
     assert with_mechanism["family"]["same"] - with_mechanism["other"]["same"] >= 0.04, with_mechanism
@@ -319,6 +320,78 @@ def test_backbones_of_one_family_and_size_err_together_and_share_wrong_answers_b
     )
     assert abs(without["family"]["residual"] - without["other"]["residual"]) < 0.03, without
     assert abs(without["family"]["same"] - without["other"]["same"]) < 0.03, without
+
+
+def pair_residuals(
+    specs: Sequence[tuple[str, str, bool | None, float]], pairs: Sequence[tuple[str, str]]
+) -> list[float]:
+    """Correlation of errors beyond difficulty for each of `pairs`, among backbones (name, family, instruct, total
+    size) of one published score."""
+    backbones = [
+        Backbone(
+            name=name,
+            family=family,
+            reasoning=False,
+            instruct=instruct,
+            params_active_b=size,
+            params_total_b=size,
+            **PRICES_AND_SCORE,
+        )
+        for name, family, instruct, size in specs
+    ]
+    world = SimulatedWorld(Catalog(backbones), seed=0)
+    role = LIBRARIES["general"].decision
+    choices = tuple(f"option {k}" for k in range(10))
+    queries = [Query(id=f"release-{i}", question="Which?", choices=choices, answer="A") for i in range(4000)]
+    difficulties = [world.profile(q).difficulty for q in queries]
+    surprise = {
+        b.name: np.array([not world.answer(AgentCall(AGENT, role, b, q, [])).correct for q in queries], float)
+        - np.array([1 - world.solve_probability(b, role, "general", d) for d in difficulties])
+        for b in backbones
+    }
+    return [float(np.corrcoef(surprise[x], surprise[y])[0, 1]) for x, y in pairs]
+
+
+def test_two_base_releases_of_one_checkpoint_err_together_far_more_than_a_base_model_and_its_tuning() -> None:
+    """Recorded MMLU-Pro pairs of one size: two base releases (Llama-3 and 3.1 at 8B and 70B, Mistral-7B v0.1 and
+    v0.2) err together beyond difficulty by +0.45 over unrelated pairs, a base model and a tuned one of its checkpoint
+    +0.12, two tuned ones +0.04; a point release at another size shares nothing (-0.02). The simulator reads that from
+    `family` (a point release "x-3.1" is of series "x-3"), `params_total_b` and `instruct`."""
+    specs = [
+        ("x3", "x-3", False, 8),
+        ("x31", "x-3.1", False, 8),
+        ("x31-chat", "x-3.1", True, 8),
+        ("x31-chat2", "x-3.1", True, 8),
+        ("x31-70", "x-3.1", False, 70),
+        ("y", "y", False, 8),
+    ]
+    base, mixed, tuned, other_size, unrelated = pair_residuals(
+        specs, [("x3", "x31"), ("x31", "x31-chat"), ("x31-chat", "x31-chat2"), ("x3", "x31-70"), ("x3", "y")]
+    )
+    # errors are 0/1, so their correlation beyond difficulty is about 0.6 times the latent one (0.44 -> 0.26)
+    assert base - unrelated >= 0.18, (base, unrelated)
+    assert 0.04 <= mixed - unrelated <= 0.16, (mixed, unrelated)
+    assert tuned < mixed < base and tuned - unrelated <= 0.08, (tuned, mixed)
+    assert abs(other_size - unrelated) < 0.03, (other_size, unrelated)
+
+
+def test_relation_reads_point_releases_of_one_size_as_one_checkpoint() -> None:
+    def backbone(family: str, size: float | None) -> Backbone:
+        return Backbone(
+            name=f"{family}-{size}",
+            family=family,
+            reasoning=False,
+            params_active_b=size or 7,
+            params_total_b=size,
+            **PRICES_AND_SCORE,
+        )
+
+    assert relation(backbone("llama-3", 8), backbone("llama-3.1", 8)) == "checkpoint"
+    assert relation(backbone("llama-3", 8), backbone("llama-3.1", 70)) == "different"
+    assert relation(backbone("llama-2", 70), backbone("llama-3", 70)) == "different"
+    assert relation(backbone("qwen2.5", 72), backbone("qwen3", 72)) == "different"
+    assert relation(backbone("mistral", 7.2), backbone("mistral", 7.2)) == "checkpoint"
+    assert relation(backbone("gemini-1.5", None), backbone("gemini-1.5", None)) == "family"
 
 
 def test_usage_tokens_cost_and_latency_follow_the_catalog(world: SimulatedWorld, items: dict[str, list[Query]]) -> None:

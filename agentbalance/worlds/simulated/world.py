@@ -42,9 +42,11 @@ class SimulationParameters:
     competence_scale: float = 0.185  # competence = 1 - exp(-score / this): slope and considered errors scale with it
     role_noise_share: float = 0.3  # share of an agent's solve noise that depends on its role (prompt)
     family_noise_share: float = 0.04  # of the solve noise, shared by a catalog family's backbones (measured 0.037)
-    checkpoint_noise_share: float = 0.08  # more, for one family's backbones of one total size: 0.119 in all
+    checkpoint_noise_share: float = 0.435  # more, shared by two base models of one checkpoint (fit on 16 pairs)
     family_wrong_share: float = 0.02  # of the items, those where a family's wrong answers come from one draw (0.017)
-    checkpoint_wrong_share: float = 0.08  # more, those where one size's wrong answers do (0.099 in all)
+    checkpoint_wrong_share: float = 0.337  # of the items, those where two base models' of one checkpoint do (fit)
+    tuned_inheritance: float = 0.21  # of its checkpoint's idiosyncrasy, what a tuned (instruct) model keeps (fit)
+    unknown_inheritance: float = 0.6  # `instruct` not given: halfway between a base model (1) and a tuned one
     specialist_bonus: float = 0.15  # logit bonus of a solver whose domain is the query's
     mismatch_penalty: float = 0.7  # logit penalty of a role from another domain (halved for non-solvers)
     self_weight_base: float = 0.5  # an agent's weight on its own answer: base + skill * p_own
@@ -72,9 +74,14 @@ class SimulationParameters:
         noise = self.role_noise_share + self.family_noise_share + self.checkpoint_noise_share
         if min(self.role_noise_share, self.family_noise_share, self.checkpoint_noise_share) < 0 or noise > 1:
             raise ValueError(f"the solve-noise shares must be >= 0 and sum to at most 1 (they sum to {noise})")
-        wrong = self.family_wrong_share + self.checkpoint_wrong_share
-        if min(self.family_wrong_share, self.checkpoint_wrong_share) < 0 or wrong > 1:
-            raise ValueError(f"the shared wrong-answer shares must be >= 0 and sum to at most 1 (they sum to {wrong})")
+        shares = (self.family_wrong_share, self.checkpoint_wrong_share)
+        if min(shares) < 0 or max(shares) > 1:
+            raise ValueError(f"the shared wrong-answer shares must be within 0-1 (they are {shares})")
+        inheritances = (self.tuned_inheritance, self.unknown_inheritance)
+        if min(inheritances) < 0 or max(inheritances) > 1:
+            raise ValueError(
+                f"the inheritances of tuned and unknown models must be within 0-1 (they are {inheritances})"
+            )
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,7 @@ class SimulatedWorld:
         }
         self.abilities = self._calibrate()
         self.checkpoints = {b.name: _checkpoint(b) for b in catalog}
+        self.inheritances = {b.name: self.inheritance(b) for b in catalog}
 
     # ---- calibration
 
@@ -126,6 +134,17 @@ class SimulatedWorld:
         """How much a backbone's answers come from knowing rather than guessing, 0-1 (near 1 for strong ones):
         near chance, right answers depend less on an item's difficulty and wrong ones less on its appeal."""
         return self.competences[(backbone.name, domain)]
+
+    def inheritance(self, backbone: Backbone) -> float:
+        """How much of its pretrained checkpoint's idiosyncrasy (beyond difficulty) a backbone keeps, 0-1: all of it
+        for a base model (two base releases of one checkpoint err alike), a fifth for an instruction-tuned one (its
+        tuning adds its own), halfway when the catalog does not say. Two backbones of one checkpoint share the product
+        of their inheritances times the checkpoint shares (measured: base-base 0.45, base-tuned 0.12, tuned-tuned 0.04
+        of the solve noise beyond difficulty; docs, "Why answers agree")."""
+        p = self.parameters
+        if backbone.instruct is None:
+            return p.unknown_inheritance
+        return p.tuned_inheritance if backbone.instruct else 1.0
 
     def discrimination(self, backbone: Backbone, domain: str) -> float:
         p = self.parameters
@@ -238,32 +257,34 @@ class SimulatedWorld:
 
     def _solve_noise(self, backbone: Backbone, key: tuple[str, ...]) -> float:
         """The standard normal an agent's solve draw is compared with: a sum of independent parts, specific to the
-        role (its prompt), to the backbone, shared by its family, and by its family's backbones of one total size.
-        Related backbones err on the same items beyond difficulty (measured on the recordings: docs, "Why answers
-        agree"); each backbone's own accuracy is unchanged, its noise is standard normal whatever the shares."""
+        role (its prompt), to the backbone, shared by its family, and by its checkpoint's backbones (one size of one
+        family or of its point releases) in proportion to its inheritance. Related backbones err on the same items
+        beyond difficulty (measured on the recordings: docs, "Why answers agree"); each backbone's own accuracy is
+        unchanged, its noise is standard normal whatever the shares."""
         p = self.parameters
         checkpoint = self.checkpoints[backbone.name]
-        lineage = p.family_noise_share + (p.checkpoint_noise_share if checkpoint else 0.0)
-        z = math.sqrt(1 - p.role_noise_share - lineage) * self._normal("solve", *key[:2])
+        inherited = p.checkpoint_noise_share * self.inheritances[backbone.name] ** 2 if checkpoint else 0.0
+        z = math.sqrt(1 - p.role_noise_share - p.family_noise_share - inherited) * self._normal("solve", *key[:2])
         z += math.sqrt(p.role_noise_share) * self._normal("solve", *key)
         if p.family_noise_share > 0:
             z += math.sqrt(p.family_noise_share) * self._normal("solve-family", key[0], backbone.family)
-        if checkpoint and p.checkpoint_noise_share > 0:
-            z += math.sqrt(p.checkpoint_noise_share) * self._normal("solve-checkpoint", key[0], *checkpoint)
+        if inherited > 0:
+            z += math.sqrt(inherited) * self._normal("solve-checkpoint", key[0], *checkpoint)
         return z
 
     def _wrong_answer_source(self, backbone: Backbone, key: tuple[str, ...]) -> tuple[str, ...]:
-        """Whose draws pick a wrong answer: on a share of the items a family (more: a family's backbones of one size)
-        has one misconception, so its failing backbones give the same wrong answer; else the agent's own draws.
-        One coin per (item, family), so every member sees the same one; each backbone's wrong answers keep their
-        distribution."""
+        """Whose draws pick a wrong answer: on a share of the items a family has one misconception (one coin per item
+        and family, so every member sees the same), so its failing backbones give the same wrong answer; else, with
+        probability its inheritance times sqrt(checkpoint share) (one coin per item and backbone), its checkpoint's
+        misconception, so two backbones of one checkpoint share it on the product of their chances; else the agent's
+        own draws. Each backbone's wrong answers keep their distribution."""
         p = self.parameters
         checkpoint = self.checkpoints[backbone.name]
-        coin = self._uniform("wrong-lineage", key[0], backbone.family)
-        if coin < p.checkpoint_wrong_share:
-            return (key[0], "checkpoint", *checkpoint) if checkpoint else key
-        if coin < p.checkpoint_wrong_share + p.family_wrong_share:
+        if self._uniform("wrong-lineage", key[0], backbone.family) < p.family_wrong_share:
             return (key[0], "family", backbone.family, None)  # four keys: never an agent's own three
+        chance = self.inheritances[backbone.name] * math.sqrt(p.checkpoint_wrong_share)
+        if checkpoint and self._uniform("wrong-checkpoint", key[0], backbone.name) < chance:
+            return (key[0], "checkpoint", *checkpoint)
         return key
 
     def _combine(
@@ -332,18 +353,25 @@ def calibration_difficulties(domain: str, count: int) -> np.ndarray:
 
 
 def relation(first: Backbone, second: Backbone) -> str:
-    """How two backbones are related by catalog facts alone: "checkpoint" (one family, one published total size: in
-    all likelihood one pretrained model, e.g. a base model and its chat tuning, two releases, a thinking and a
-    non-thinking mode), "family" (one family, another or an unknown size) or "different"."""
-    if first.family != second.family:
-        return "different"
+    """How two backbones are related by catalog facts alone: "checkpoint" (one published total size, one family or
+    two point releases of one: in all likelihood one pretrained model, e.g. a base model and its chat tuning, two
+    releases, a thinking and a non-thinking mode), "family" (one family, another or an unknown size) or "different"."""
     checkpoint = _checkpoint(first)
-    return "checkpoint" if checkpoint is not None and checkpoint == _checkpoint(second) else "family"
+    if checkpoint is not None and checkpoint == _checkpoint(second):
+        return "checkpoint"
+    return "family" if first.family == second.family else "different"
+
+
+def series(family: str) -> str:
+    """A family's series: the name without a point release ("llama-3.1" -> "llama-3", "qwen2.5" -> "qwen2"), so a
+    later release of one major version and size counts as the same pretrained model trained further (measured: Llama
+    3 and 3.1 at 8B and 70B share errors as two base releases of one family do; at other sizes nothing)."""
+    return re.sub(r"(\d+)[._]\d+$", r"\1", family)
 
 
 def _checkpoint(backbone: Backbone) -> tuple[str, str] | None:
-    """(family, total size) when the catalog gives the size, else None (no size: no checkpoint to share)."""
-    return None if backbone.params_total_b is None else (backbone.family, repr(backbone.params_total_b))
+    """(family series, total size) when the catalog gives the size, else None (no size: no checkpoint to share)."""
+    return None if backbone.params_total_b is None else (series(backbone.family), repr(backbone.params_total_b))
 
 
 def _sigmoid(x: float) -> float:
