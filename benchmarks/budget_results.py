@@ -7,19 +7,18 @@ Each seed draws its own split of the world and trains its own controllers; the s
 The best single that fits is the oracle's pick (best on the test split itself), the highest of a dozen
 noisy estimates; so each comparison is also paired question by question, with an exact sign test on the
 questions where the two disagree, and the test split is as large as the world allows (4,000 simulated).
-Run: .venv/bin/python benchmarks/budget_results.py --seeds 0,1,2 --jobs 2
+Run: .venv/bin/python benchmarks/budget_results.py --seeds 0,1,2 --executor ray
 (writes benchmarks/results/budget_results.json)
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
-import multiprocessing
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ from scipy.stats import binomtest
 
 from agentbalance.budgets import Budget
 from agentbalance.evaluation.measure import summarise
+from agentbalance.executors import ExecutorSpec, add_executor_arguments, map_in_order
 from agentbalance.experiment import ExperimentSpec, resolve_world
 from agentbalance.mas import MAS
 from agentbalance.runtime.rollout import Outcome, rollout
@@ -100,6 +100,12 @@ def world_levels(spec_world: str) -> tuple[list[float], float]:
     lat_budget = 3 * max(row["lat"] for row in singles)
     budgets = [float(x) for x in np.exp(np.linspace(math.log(toks[0] * 1.5), math.log(toks[-1]), 4))]
     return budgets, lat_budget
+
+
+def run_pair(pair: tuple[str, str, int], levels: dict[str, tuple[list[float], float]], epochs: int) -> dict:
+    """One (world, seed) of the sweep: the unit an executor hands out."""
+    name, spec_world, seed = pair
+    return run_seed(name, spec_world, seed, *levels[name], epochs)
 
 
 def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_budget: float, epochs: int) -> dict:
@@ -198,7 +204,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--epochs", type=int, default=25)
     parser.add_argument("--seeds", default="0", help="comma-separated; each seed has its own split and training")
-    parser.add_argument("--jobs", type=int, default=1, help="(world, seed) pairs built in parallel processes")
+    add_executor_arguments(parser)  # --executor ray: each (world, seed) a Ray task, here or on a cluster
     parser.add_argument("--worlds", default="simulated,mmlu-pro-dev,gsm8k-reasoning-dev")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
@@ -212,11 +218,8 @@ def main() -> None:
             print(f"skipping {name}: {SHARED / name} is absent", flush=True)
     levels = {name: world_levels(spec) for name, spec in worlds}
     pairs = [(name, spec, seed) for name, spec in worlds for seed in seeds]
-    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {
-            pair: pool.submit(run_seed, pair[0], pair[1], pair[2], *levels[pair[0]], args.epochs) for pair in pairs
-        }
-        done = {pair: future.result() for pair, future in futures.items()}
+    unit = functools.partial(run_pair, levels=levels, epochs=args.epochs)
+    done = dict(zip(pairs, map_in_order(ExecutorSpec(args.executor, args.address), unit, pairs), strict=True))
     report = {
         "command": "python benchmarks/budget_results.py " + " ".join(sys.argv[1:]),
         "worlds": [

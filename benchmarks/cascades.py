@@ -17,6 +17,7 @@ from pathlib import Path
 
 from agentbalance.evaluation.baselines.single import single_mas
 from agentbalance.evaluation.measure import CONFIDENCE_Z, Evaluation, summarise
+from agentbalance.executors import ExecutorSpec, add_executor_arguments, map_in_order
 from agentbalance.experiment import ExperimentSpec, resolve_world
 from agentbalance.mas import MAS
 from agentbalance.runtime.rollout import execute
@@ -70,16 +71,22 @@ def world_row(name: str, folder: Path) -> dict[str, object]:
     }
 
 
+def world_of(name: str) -> dict[str, object]:
+    return world_row(name, SHARED / name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--worlds", default=",".join(CASCADES))
+    add_executor_arguments(parser)  # --executor ray: each world a Ray task
     args = parser.parse_args()
-    rows = []
+    names = []
     for name in args.worlds.split(","):
         if not (SHARED / name).is_dir():
             print(f"skipping {name}: {SHARED / name} is absent", flush=True)
             continue
-        rows.append(world_row(name, SHARED / name))
+        names.append(name)
+    rows = map_in_order(ExecutorSpec(args.executor, args.address), world_of, names)
     report = {"command": "python benchmarks/cascades.py " + " ".join(sys.argv[1:]), "worlds": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "cascades.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -1,7 +1,8 @@
 """The project's Tables 1 and 3: `agentbalance curve` on every world and seed, summarised.
 
-Runs the CLI itself (so the published numbers come from the user's command), one output folder per
-(world, seed) under --out (resumable: rerun to finish an interrupted sweep), then averages each
+Runs the CLI itself (so the published numbers come from the user's command): one `curve --seeds` sweep per
+world under --out (resumable: rerun to finish an interrupted sweep; --executor ray runs its units, a method on
+a seed, as Ray tasks, --address on an existing cluster), then averages each
 method's summary row over the seeds (mean and min-max spread) into benchmarks/results/curves.json: every
 column of summary.csv, the gains over the single LLM (gain_log_tok, gain_log_lat, in points) included.
 Run: .venv/bin/python benchmarks/curves.py --methods all --seeds 0,1,2
@@ -11,14 +12,13 @@ Run: .venv/bin/python benchmarks/curves.py --methods all --seeds 0,1,2
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+from agentbalance.evaluation.curve_files import read_summary, read_timings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -31,37 +31,41 @@ def world_spec(name: str) -> str | None:
     return f"replay:{SHARED / name}" if (SHARED / name).is_dir() else None
 
 
-def run(world: str, spec: str, seed: int, methods: str, points: int, out: Path) -> dict[str, object]:
-    folder = out / f"{world}-seed{seed}"
-    command = [sys.executable, "-m", "agentbalance.cli", "curve", "--world", spec, "--methods", methods,
-               "--points", str(points), "--seed", str(seed), "--out", str(folder)]  # fmt: skip
+def run(world: str, spec: str, seeds: str, args: argparse.Namespace, out: Path) -> tuple[list[dict], dict]:
+    """One `curve --seeds` sweep of a world: a run entry per seed (its summary rows, its units' seconds), and
+    the sweep's own mean / min / max rows as method -> metric -> {mean, min, max, n}."""
+    folder = out / world
+    command = [sys.executable, "-m", "agentbalance.cli", "curve", "--world", spec, "--methods", args.methods,
+               "--points", str(args.points), "--seeds", seeds, "--executor", args.executor,
+               "--out", str(folder)]  # fmt: skip
+    if args.address:
+        command += ["--address", args.address]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr}")
-    with (folder / "summary.csv").open(encoding="utf-8") as handle:
-        summary = {row.pop("method"): {k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)}
-    seconds = time.perf_counter() - started
-    brief = {m: (round(r["AUC_tok"], 3), round(r["gain_log_tok"], 1)) for m, r in summary.items()}
-    print(world, seed, f"{seconds:.0f} s", "(AUC_tok, gain_log_tok):", brief, flush=True)
-    return {"world": world, "seed": seed, "seconds": round(seconds, 1), "summary": summary}
-
-
-def aggregate(runs: list[dict[str, object]]) -> dict[str, dict[str, dict[str, list[float] | float]]]:
-    """world -> method -> metric -> {mean, min, max} over seeds."""
-    table: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for item in runs:
-        for method, row in item["summary"].items():  # type: ignore[union-attr]
-            cell = table.setdefault(str(item["world"]), {}).setdefault(method, {})
-            for metric, value in row.items():
-                cell.setdefault(metric, []).append(value)
-    return {
-        world: {
-            method: {m: {"mean": float(np.mean(v)), "min": min(v), "max": max(v), "n": len(v)} for m, v in row.items()}
-            for method, row in methods.items()
+    print(world, f"{time.perf_counter() - started:.0f} s", flush=True)
+    rows = read_summary(folder / "summary.csv")
+    timings = read_timings(folder / "timings.csv")
+    runs = []
+    for seed in dict.fromkeys(str(row["seed"]) for row in rows if str(row["seed"]).lstrip("-").isdigit()):
+        summary = {
+            str(row["method"]): {k: v for k, v in row.items() if k not in ("method", "seed")}
+            for row in rows
+            if row["seed"] == seed
         }
-        for world, methods in table.items()
-    }
+        seconds = sum(t.seconds for t in timings if t.seed == int(seed))
+        brief = {m: (round(float(r["AUC_tok"]), 3), round(float(r["gain_log_tok"]), 1)) for m, r in summary.items()}
+        print(world, seed, "(AUC_tok, gain_log_tok):", brief, flush=True)
+        runs.append({"world": world, "seed": int(seed), "seconds": round(seconds, 1), "summary": summary})
+    statistics: dict[str, dict[str, dict[str, float]]] = {}
+    for row in rows:
+        if row["seed"] in ("mean", "min", "max"):
+            for metric, value in row.items():
+                if metric not in ("method", "seed"):
+                    cell = statistics.setdefault(str(row["method"]), {}).setdefault(metric, {"n": len(runs)})
+                    cell[str(row["seed"])] = float(value)  # type: ignore[arg-type]
+    return runs, statistics
 
 
 def main() -> None:
@@ -72,19 +76,22 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=8)
     parser.add_argument("--out", default="runs/benchmark-curves")
     parser.add_argument("--name", default="curves")
+    parser.add_argument("--executor", default="local", choices=("local", "ray"), help="where the units run")
+    parser.add_argument("--address", default=None, help="--executor ray: an existing Ray cluster's HOST:PORT")
     args = parser.parse_args()
-    runs = []
+    runs: list[dict] = []
+    aggregate: dict[str, dict] = {}  # world -> method -> metric -> {mean, min, max, n} over the seeds
     for world in args.worlds.split(","):
         spec = world_spec(world)
         if spec is None:
             print(f"skipping {world}: {SHARED / world} is absent", flush=True)
             continue
-        for seed in (int(s) for s in args.seeds.split(",")):
-            runs.append(run(world, spec, seed, args.methods, args.points, Path(args.out) / args.name))
+        world_runs, aggregate[world] = run(world, spec, args.seeds, args, Path(args.out) / args.name)
+        runs += world_runs
     report = {
         "command": "python benchmarks/curves.py " + " ".join(sys.argv[1:]),
         "runs": runs,
-        "aggregate": aggregate(runs),
+        "aggregate": aggregate,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

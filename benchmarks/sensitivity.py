@@ -15,6 +15,7 @@ Run: .venv/bin/python benchmarks/sensitivity.py
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from agentbalance.budgets import Budget
+from agentbalance.executors import ExecutorSpec, add_executor_arguments, map_in_order
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.plots import save_figure  # importing agentbalance.plots selects the Agg backend
 from agentbalance.policy.condition import budget_condition
@@ -134,6 +136,10 @@ def plot(worlds: list[dict[str, object]], path: Path) -> None:
     save_figure(figure, path, dpi=130)
 
 
+def world_of(chosen: tuple[str, str], args: argparse.Namespace) -> dict[str, object]:
+    return run_world(*chosen, args)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worlds", nargs="+", choices=list(WORLD_NAMES), default=list(WORLD_NAMES))
@@ -142,15 +148,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sizes", type=int, nargs=3, default=[600, 200, 400], metavar=("TRAIN", "VAL", "TEST"))
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder of the JSON and PNG (default: %(default)s)")
+    add_executor_arguments(parser)  # --executor ray: each world a Ray task
     args = parser.parse_args()
-    worlds = []
+    chosen = []
     for choice in args.worlds:
         if choice == "sim":
-            worlds.append(run_world(WORLD_NAMES[choice], "sim", args))
+            chosen.append((WORLD_NAMES[choice], "sim"))
         elif (SHARED / choice).is_dir():
-            worlds.append(run_world(WORLD_NAMES[choice], f"replay:{SHARED / choice}", args))
+            chosen.append((WORLD_NAMES[choice], f"replay:{SHARED / choice}"))
         else:
             print(f"skipping {choice}: {SHARED / choice} not found")
+    unit = functools.partial(world_of, args=args)
+    worlds = map_in_order(ExecutorSpec(args.executor, args.address), unit, chosen)
     command = (
         f"python benchmarks/sensitivity.py --worlds {' '.join(args.worlds)} --epochs {args.epochs} "
         f"--restarts {args.restarts} --seed {args.seed} --sizes {' '.join(map(str, args.sizes))}"

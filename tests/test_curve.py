@@ -5,12 +5,14 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
 
 from agentbalance.errors import AgentBalanceError
-from agentbalance.evaluation.curve import CurveRow, read_curve, summarise_curve, write_curve
+from agentbalance.evaluation.curve import summarise_curve
+from agentbalance.evaluation.curve_files import CurveRow, read_curve, write_curve
 from agentbalance.evaluation.methods import parse_methods
 from agentbalance.evaluation.metrics import GAIN_COLUMNS, SUMMARY_COLUMNS
 from tests.test_cli_build import agentbalance, one_error_line
@@ -66,7 +68,7 @@ def test_a_rerun_resumes_and_finishes_with_the_same_points(sweep: Path, tmp_path
         "--out", str(sweep), cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert f"{len(before) - 1 - 4} points resumed" in done.stdout.replace("\n", " ")
+    assert f"{len(before) - 4} points resumed" in done.stdout.replace("\n", " ")  # the base MAS's among them
     assert rows_of(sweep / "curve.csv") == before
 
 
@@ -85,8 +87,7 @@ def test_the_single_llm_reference_is_measured_even_when_not_requested(tmp_path: 
     write_curve(out / "curve.csv", [row_of(r) for r in points if r["method"] != "single"])
     rerun = agentbalance("curve", "--methods", "star", "--points", "3", *SMALL, "--out", str(out), cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
-    stars = len(points) - 1 - CATALOG_SIZE
-    assert f"{stars} points resumed" in rerun.stdout.replace("\n", " ")
+    assert f"{len(points) - CATALOG_SIZE} points resumed" in rerun.stdout.replace("\n", " ")  # base and star
     assert rows_of(out / "curve.csv") == points  # the same values, in the same order (the reference last)
     assert rows_of(out / "summary.csv") == [star]
 
@@ -132,3 +133,83 @@ def test_the_summary_scores_each_method_against_the_base_mas() -> None:
     with pytest.raises(AgentBalanceError, match="no 'single' rows"):
         summarise_curve([*rows[:1], CurveRow("star", "cheap", 0.7, 2.0, 20.0, 10)], ["star"])
     json.dumps(row)  # plain numbers, ready for --json
+
+
+SEEDS_SWEEP = ["curve", "--methods", "single,star", "--points", "2", *SMALL]
+
+
+@pytest.fixture(scope="module")
+def seeds_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`curve --seeds 0,1`, and beside it (`single-seed-1/`) the one-seed sweep of seed 1 it must agree with."""
+    folder = tmp_path_factory.mktemp("seeds")
+    done = agentbalance(*SEEDS_SWEEP, "--seeds", "0,1", "--out", str(folder / "out"), cwd=folder)
+    assert done.returncode == 0, done.stderr
+    alone = agentbalance(*SEEDS_SWEEP, "--seed", "1", "--out", str(folder / "single-seed-1"), cwd=folder)
+    assert alone.returncode == 0, alone.stderr
+    return folder
+
+
+def test_a_sweep_of_several_seeds_writes_each_seed_and_their_mean_min_max(seeds_sweep: Path) -> None:
+    out = seeds_sweep / "out"
+    summary = rows_of(out / "summary.csv")
+    assert list(summary[0]) == ["method", "seed", *SUMMARY_COLUMNS]  # metrics only: no timing column
+    assert [(r["method"], r["seed"]) for r in summary] == [
+        (method, seed) for method in ("single", "star") for seed in ("0", "1", "mean", "min", "max")
+    ]
+    for method in ("single", "star"):
+        rows = {r["seed"]: r for r in summary if r["method"] == method}
+        for column in SUMMARY_COLUMNS:
+            values = [float(rows[seed][column]) for seed in ("0", "1")]
+            assert float(rows["mean"][column]) == pytest.approx(sum(values) / 2, abs=1e-4)
+            assert float(rows["min"][column]) == min(values) and float(rows["max"][column]) == max(values)
+    star = {r["seed"]: r["AUC_tok"] for r in summary if r["method"] == "star"}
+    assert star["0"] != star["1"]  # each seed has its own split: the seeds are not copies of one another
+    # each seed's folder is exactly the one-seed sweep of that seed
+    for name in ("curve.csv", "summary.csv"):
+        assert (out / "seed-1" / name).read_text() == (seeds_sweep / "single-seed-1" / name).read_text()
+    assert (out / "seed-0" / "curve-tok.png").stat().st_size > 10_000
+
+
+def test_timings_are_written_apart_one_row_a_unit(seeds_sweep: Path) -> None:
+    timings = rows_of(seeds_sweep / "out" / "timings.csv")
+    assert list(timings[0]) == ["seed", "method", "points", "measured", "seconds"]
+    assert {(r["seed"], r["method"]) for r in timings} == {(s, m) for s in "01" for m in ("base", "single", "star")}
+    for row in timings:
+        points = len([r for r in rows_of(seeds_sweep / "out" / f"seed-{row['seed']}" / "curve.csv")
+                      if r["method"] == row["method"]])  # fmt: skip
+        assert int(row["points"]) == int(row["measured"]) == points and float(row["seconds"]) >= 0
+    assert not (seeds_sweep / "out" / "seed-0" / "timings.csv").exists()  # one table of every unit, at the top
+
+
+def test_a_sweep_of_several_seeds_resumes_and_gains_seeds(seeds_sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(seeds_sweep / "out", out)
+    before = {name: (out / name).read_text() for name in ("summary.csv", "seed-0/curve.csv", "seed-1/curve.csv")}
+    kept = [row_of(r) for r in rows_of(out / "seed-1" / "curve.csv")[:-2]]
+    write_curve(out / "seed-1" / "curve.csv", kept)  # as if killed two points before the end of seed 1
+    done = agentbalance(*SEEDS_SWEEP, "--seeds", "0,1", "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    measured = [line for line in done.stdout.splitlines() if line.startswith("seed 1: measured")]
+    assert len(measured) == 2, done.stdout
+    assert {name: (out / name).read_text() for name in before} == before
+    timings = {(r["seed"], r["method"]): r for r in rows_of(out / "timings.csv")}
+    assert timings[("1", "star")]["measured"] == "2" and timings[("0", "star")]["measured"] != "2"
+
+    more = agentbalance(*SEEDS_SWEEP, "--seeds", "0,1,2", "--out", str(out), cwd=tmp_path)
+    assert more.returncode == 0, more.stderr
+    assert not any(line.startswith(("seed 0: measured", "seed 1: measured")) for line in more.stdout.splitlines())
+    assert sorted({r["seed"] for r in rows_of(out / "summary.csv")}) == ["0", "1", "2", "max", "mean", "min"]
+
+
+def test_one_seed_and_several_seeds_are_told_apart(seeds_sweep: Path, tmp_path: Path) -> None:
+    one_error_line(
+        agentbalance(*SEEDS_SWEEP, "--seeds", "0,1", "--out", str(seeds_sweep / "single-seed-1"), cwd=tmp_path),
+        "holds a sweep of one seed: continue it with --seed",
+    )
+    one_error_line(
+        agentbalance(*SEEDS_SWEEP, "--seed", "0", "--out", str(seeds_sweep / "out"), cwd=tmp_path),
+        "holds a sweep of several seeds: continue it with --seeds",
+    )
+    one_error_line(agentbalance(*SEEDS_SWEEP, "--seed", "0", "--seeds", "0,1", cwd=tmp_path), "not both")
+    one_error_line(agentbalance(*SEEDS_SWEEP, "--seeds", "0,x", cwd=tmp_path), "comma-separated integers")
+    assert not list(tmp_path.iterdir())  # nothing written for a refused command

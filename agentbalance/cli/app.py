@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from agentbalance.errors import AgentBalanceError
+from agentbalance.executors import ADDRESS_HELP, EXECUTOR_HELP
 
 if TYPE_CHECKING:
     from agentbalance.budgets import Budget
@@ -65,6 +66,8 @@ ServeBudgetTokOption = Annotated[
 ServeBudgetLatOption = Annotated[
     float | None, typer.Option("--budget-lat", help="A --budget-conditioned model: serve this Lat budget.")
 ]
+ExecutorOption = Annotated[str, typer.Option(help=EXECUTOR_HELP)]
+AddressOption = Annotated[str | None, typer.Option(help=ADDRESS_HELP)]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -90,6 +93,18 @@ def write_json(path: Path, payload: object) -> None:
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     except OSError as error:
         raise AgentBalanceError(f"cannot write {path}: {error}") from None
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`--seeds 0,1,2` -> [0, 1, 2], in order, without repeats; anything else is one clear error."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    try:
+        seeds = [int(part) for part in parts]
+    except ValueError:
+        raise AgentBalanceError(f"--seeds must be comma-separated integers (0,1,2), got {text!r}") from None
+    if not seeds:
+        raise AgentBalanceError("--seeds names no seed: give comma-separated integers (0,1,2)")
+    return list(dict.fromkeys(seeds))
 
 
 def serve_budget(tok: float | None, lat: float | None) -> Budget | None:

@@ -10,14 +10,15 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agentbalance.cli.app import (
+    AddressOption,
     ApiKeyFileOption,
     BaseUrlOption,
     CacheDirOption,
     ConcurrencyOption,
     DataOption,
+    ExecutorOption,
     LimitOption,
     MaxTokensOption,
     NoCacheOption,
@@ -25,6 +26,7 @@ from agentbalance.cli.app import (
     TimeoutOption,
     reports_user_errors,
 )
+from agentbalance.cli.progress import progress_bars
 from agentbalance.cli.tables import budget_points_table, evaluation_table, print_mas, print_result_json
 from agentbalance.errors import AgentBalanceError
 from agentbalance.worlds import WORLD_HELP, LiveOptions
@@ -61,6 +63,8 @@ def build(
     ] = 8.0,
     budget_steps: Annotated[int, typer.Option(help="--budget-conditioned: budgets of the training grid.")] = 4,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    executor: ExecutorOption = "local",
+    address: AddressOption = None,
     task: TaskOption = None,
     data: DataOption = None,
     limit: LimitOption = None,
@@ -78,12 +82,14 @@ def build(
     from datetime import datetime
 
     from agentbalance.budgets import Budget, BudgetRange
+    from agentbalance.executors import ExecutorSpec
     from agentbalance.experiment import ExperimentSpec
     from agentbalance.policy.controller import ControllerConfig
     from agentbalance.train.build import BuildSpec
     from agentbalance.train.build import build as run_build
     from agentbalance.train.config import TrainConfig
 
+    executor_spec = ExecutorSpec(executor, address)
     budget = Budget(budget_tok, budget_lat)
     if budget_tok is None and budget_lat is None and lambda_tok is None and lambda_lat is None:
         raise AgentBalanceError("give a budget (--budget-tok and/or --budget-lat) or fix --lambda-tok/--lambda-lat")
@@ -119,14 +125,7 @@ def build(
     console = Console(stderr=as_json)
     if world_spec in ("sim", "simulated"):
         console.print("world: simulated (a calibrated simulator, not real LLM calls)", highlight=False)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    ) as progress:
+    with progress_bars(console) as progress:
         stage = progress.add_task("preparing", total=None)
         epochs_task = progress.add_task("epochs", total=epochs * restarts)
 
@@ -141,8 +140,10 @@ def build(
                 f"Tok {record['val_tok']:.3f} Lat {record['val_lat']:.1f}s",
             )
 
-        built = run_build(spec, folder, on_stage=on_stage, on_epoch=on_epoch)
+        built = run_build(spec, folder, on_stage=on_stage, on_epoch=on_epoch, executor=executor_spec)
         progress.update(stage, description="done", total=1, completed=1)
+    if built.trained_elsewhere:
+        console.print(built.trained_elsewhere, highlight=False)
     if built.restored:
         console.print(
             f"resumed: {len(built.restored)} of {restarts} training runs restored from {folder / 'checkpoints'}",

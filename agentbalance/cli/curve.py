@@ -13,12 +13,22 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from agentbalance.cli.app import DataOption, LimitOption, TaskOption, reports_user_errors
+from agentbalance.cli.app import (
+    AddressOption,
+    DataOption,
+    ExecutorOption,
+    LimitOption,
+    TaskOption,
+    parse_seeds,
+    reports_user_errors,
+)
+from agentbalance.cli.progress import unit_progress
 from agentbalance.cli.tables import summary_table
+from agentbalance.errors import AgentBalanceError
 from agentbalance.worlds import WORLD_HELP
 
 if TYPE_CHECKING:
-    from agentbalance.evaluation.curve import CurveRow
+    from agentbalance.evaluation.curve_files import CurveRow
 
 
 @reports_user_errors
@@ -32,7 +42,13 @@ def curve(
     val: Annotated[int, typer.Option(min=2, help="Validation questions.")] = 200,
     test: Annotated[int, typer.Option(min=2, help="Test questions (every point is measured on them).")] = 400,
     epochs: Annotated[int, typer.Option(min=1, help="Training epochs of agentbalance's controller.")] = 25,
-    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    seed: Annotated[int | None, typer.Option(help="Seed of every random choice (default 0).")] = None,
+    seeds: Annotated[
+        str | None,
+        typer.Option(help="Several seeds in one sweep, comma-separated (0,1,2): one folder each, mean/min/max."),
+    ] = None,
+    executor: ExecutorOption = "local",
+    address: AddressOption = None,
     task: TaskOption = None,
     data: DataOption = None,
     limit: LimitOption = None,
@@ -44,12 +60,17 @@ def curve(
     Rerun the same command after an interruption: finished points are skipped."""
     from datetime import datetime
 
-    from agentbalance.evaluation.curve import run_curve
+    from agentbalance.evaluation.curve import Sweep, run_curve
     from agentbalance.evaluation.methods import parse_methods
+    from agentbalance.executors import ExecutorSpec
     from agentbalance.experiment import ExperimentSpec
     from agentbalance.train.config import TrainConfig
 
     names = parse_methods(methods)
+    if seeds is not None and seed is not None:
+        raise AgentBalanceError("give --seed N (one seed) or --seeds A,B,... (several), not both")
+    seed_list = parse_seeds(seeds) if seeds is not None else None
+    executor_spec = ExecutorSpec(executor, address)
     spec = ExperimentSpec(
         world=world_spec,
         catalog=str(catalog) if catalog else None,
@@ -58,29 +79,36 @@ def curve(
         task=task,
         data=str(data) if data else None,
         limit=limit,
-        seed=seed,
+        seed=seed or 0,
     )
     folder = out or Path("runs") / datetime.now().strftime("curve-%Y%m%d-%H%M%S")
     console = Console(stderr=as_json)
 
-    def on_point(row: CurveRow, resumed: bool) -> None:
-        console.print(
-            f"{'resumed' if resumed else 'measured'} {row.method} {row.setting}: Perf {100 * row.perf:.1f}% "
+    def on_point(point_seed: int, row: CurveRow, resumed: bool) -> None:
+        prefix = f"seed {point_seed}: " if seed_list is not None else ""
+        progress.console.print(
+            f"{prefix}{'resumed' if resumed else 'measured'} {row.method} {row.setting}: Perf {100 * row.perf:.1f}% "
             f"Tok {row.tok:.4f} Lat {row.lat:.1f}s",
             highlight=False,
         )
 
     def on_stage(text: str) -> None:
-        console.print(text, highlight=False)
+        progress.console.print(text, highlight=False)
 
-    result = run_curve(spec, TrainConfig(epochs=epochs), names, points, folder, on_point, on_stage)
+    sweep = Sweep(spec, TrainConfig(epochs=epochs), tuple(names), points)
+    with unit_progress(console, "units (a method on a seed)") as (progress, on_unit):
+        result = run_curve(sweep, folder, seed_list, executor_spec, on_point, on_stage, on_unit)
     if as_json:
         sys.stdout.write(json.dumps({"summary": result.summary, "out": str(folder)}) + "\n")
         return
-    table = summary_table(f"{world_spec}: P@, AUC, gains in points (test)", result.summary, console.width)
+    means = [{k: v for k, v in row.items() if k != "seed"} for row in result.summary if row.get("seed") == "mean"]
+    shown = result.summary if seed_list is None else means
+    about = "" if seed_list is None else f", mean of {len(seed_list)} seeds"
+    table = summary_table(f"{world_spec}: P@, AUC, gains in points (test{about})", shown, console.width)
     console.print(table)
+    files = "curve.csv, summary.csv, curve-tok.png, curve-lat.png" if seed_list is None else "summary.csv, seed-*/"
     console.print(
-        f"wrote {folder} (curve.csv, summary.csv, curve-tok.png, curve-lat.png) in {result.seconds:.0f} s"
+        f"wrote {folder} ({files}, timings.csv) in {result.seconds:.0f} s {result.executor}"
         + (f"; {result.skipped} points resumed" if result.skipped else ""),
         highlight=False,
     )

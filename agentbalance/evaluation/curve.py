@@ -1,136 +1,310 @@
-"""`agentbalance curve`: sweep every method's knob on one experiment, measure on test, summarise, plot.
+"""`agentbalance curve`: sweep every method's knob on one or several seeds, measure on test, summarise, plot.
 
 The base MAS (the metrics' B_max) and the single-LLM points (every backbone alone: the gains' reference)
-are measured in every sweep, requested or not; summary rows and plot lines are for the requested methods.
+are measured on every seed, requested or not; summary rows and plot lines are for the requested methods.
 
-Resumable: each finished point is written to curve.csv (whole file rewritten to a temporary name, then
-renamed), so a killed sweep rerun with the same command skips the finished points. A manifest
-(curve.json) ties an output folder to one configuration; a rerun with another one is refused.
+A unit is one method (or the base MAS) on one seed: the grain an executor hands out (`executors.py`).
+A unit depends on its arguments only, so `--executor ray` gives the numbers of the local loop.
+
+Layout. One seed (`--seed N`): the folder holds curve.csv, summary.csv, curve-tok.png, curve-lat.png and
+timings.csv. Several seeds (`--seeds 0,1,2`): one such folder per seed (seed-0/, ...) without timings, and at
+the top summary.csv with every seed's rows plus each method's mean, min and max, and timings.csv of all units.
+
+Resumable: each finished point (local executor) or unit (Ray) is written to its seed's curve.csv at once,
+so a killed sweep rerun with the same command skips what finished. A manifest (curve.json) ties a folder to
+one configuration; a rerun with another one is refused (a multi-seed sweep may gain seeds).
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
+import dataclasses
+import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.fixed import base_mas
+from agentbalance.evaluation.curve_files import (
+    SEED_STATISTICS,
+    CurveRow,
+    UnitTiming,
+    claim_folder,
+    read_curve,
+    read_timings,
+    write_curve,
+    write_summary,
+    write_timings,
+)
 from agentbalance.evaluation.measure import measure
 from agentbalance.evaluation.methods import load_method
-from agentbalance.evaluation.metrics import SUMMARY_COLUMNS, Point, summary_row
+from agentbalance.evaluation.metrics import SUMMARY_COLUMNS, summary_row
+from agentbalance.executors import Executor, ExecutorSpec
 from agentbalance.experiment import Experiment, ExperimentSpec
-from agentbalance.files import atomic_write
+from agentbalance.mas import MAS
 from agentbalance.train.build import one_torch_thread
 from agentbalance.train.config import TrainConfig
 
-CURVE_COLUMNS = ("method", "setting", "perf", "tok", "lat", "n")
 BASE_METHOD = "base"  # the row of the base MAS: the metrics' B_max and p_base
 REFERENCE_METHOD = "single"  # its rows, recorded even when not requested, are the gains' reference frontier
 
+OnPoint = Callable[[int, CurveRow, bool], None]  # the seed, a point, and whether it was resumed
+
 
 @dataclass(frozen=True)
-class CurveRow:
-    method: str
-    setting: str
-    perf: float  # in [0, 1]
-    tok: float  # USD per 100 queries
-    lat: float  # seconds per query
-    n: int
+class Sweep:
+    """One sweep as its units need it: picklable, so a Ray worker redoes its part from this alone."""
 
-    @property
-    def point(self) -> Point:
-        return Point(self.perf, self.tok, self.lat)
+    spec: ExperimentSpec  # each unit replaces its seed
+    train: TrainConfig
+    methods: tuple[str, ...]
+    points: int
+
+    def unit_methods(self) -> list[str]:
+        """The base MAS, the requested methods, then the gains' reference unless requested: a unit each."""
+        return list(dict.fromkeys([BASE_METHOD, *self.methods, REFERENCE_METHOD]))
+
+    def manifest(self, seeds: Sequence[int] | None) -> dict[str, object]:
+        """What ties a folder to this sweep: the options that change its numbers (one seed, or the seeds)."""
+        spec = self.spec
+        found: dict[str, object] = {
+            "world": spec.world,
+            "catalog": spec.catalog,
+            "roles": spec.roles,
+            "sizes": list(spec.sizes),
+            "seed": spec.seed,
+            "epochs": self.train.epochs,
+            "points": self.points,
+            "task": spec.task,
+            "data": spec.data,
+            "limit": spec.limit,
+        }
+        if seeds is not None:
+            del found["seed"]
+            found["seeds"] = list(seeds)
+        return found
+
+    def on_seed(self, seed: int) -> Sweep:
+        return dataclasses.replace(self, spec=dataclasses.replace(self.spec, seed=seed))
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One method (or the base MAS) on one seed, with its points already in that seed's curve.csv."""
+
+    seed: int
+    method: str
+    done: tuple[CurveRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    rows: list[CurveRow]  # every point of the unit in its settings' order, the resumed ones included
+    measured: int  # points measured now (the others were resumed)
+    seconds: float  # wall time of the unit where it ran
 
 
 @dataclass
 class CurveResult:
-    rows: list[CurveRow]
-    summary: list[dict[str, object]]
+    rows: dict[int, list[CurveRow]]  # seed -> its points
+    summary: list[dict[str, object]]  # summary.csv's rows
     out: Path
     seconds: float
     skipped: int  # points found finished in curve.csv
+    executor: str  # where the units ran
+
+
+def measure_unit(
+    sweep: Sweep,
+    unit: Unit,
+    experiment: Experiment | None = None,
+    on_row: Callable[[CurveRow, bool], None] | None = None,
+    on_stage: Callable[[str], None] = lambda text: None,
+) -> UnitResult:
+    """Every setting of one method on one seed's test split; the points in `unit.done` are kept, not measured.
+
+    The experiment is opened from the sweep when not given (a Ray worker); `on_row` sees each point as soon
+    as it is known (the local executor writes it to curve.csv at once)."""
+    started = time.perf_counter()
+    with one_torch_thread():
+        if experiment is None:
+            experiment = Experiment.open(sweep.on_seed(unit.seed).spec)
+        test = experiment.splits.test
+        done = {row.setting: row for row in unit.done}
+        rows: list[CurveRow] = []
+
+        def point(setting: str, masses: Callable[[], list[MAS]]) -> None:
+            resumed = setting in done
+            if resumed:
+                rows.append(done[setting])
+            else:
+                evaluation = measure(experiment, masses(), test)
+                rows.append(
+                    CurveRow(unit.method, setting, evaluation.perf, evaluation.tok, evaluation.lat, evaluation.n)
+                )
+            if on_row is not None:
+                on_row(rows[-1], resumed)
+
+        if unit.method == BASE_METHOD:
+            if "complete" not in done:
+                on_stage("measuring the base MAS")
+            point("complete", lambda: [base_mas(experiment)] * len(test))
+        else:
+            method = load_method(unit.method, sweep.train)
+            label = unit.method if unit.method in sweep.methods else f"{unit.method} (the gains' reference)"
+            for setting in method.settings(experiment, sweep.points):
+                if setting not in done:
+                    on_stage(f"{label}: {setting}")
+                point(setting, lambda setting=setting: method.fit(experiment, setting)(test))
+    measured = sum(1 for row in rows if row.setting not in done)
+    return UnitResult(rows, measured, time.perf_counter() - started)
+
+
+class SeedPoints:
+    """One seed's points as its curve.csv holds them; every change rewrites the file."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.rows = read_curve(folder / "curve.csv")
+
+    def of(self, method: str) -> tuple[CurveRow, ...]:
+        return tuple(row for row in self.rows if row.method == method)
+
+    def record_point(self, row: CurveRow) -> None:
+        self.rows = [r for r in self.rows if (r.method, r.setting) != (row.method, row.setting)] + [row]
+        write_curve(self.folder / "curve.csv", self.rows)
+
+    def record_unit(self, method: str, rows: Sequence[CurveRow]) -> None:
+        """The unit's points in its settings' order, where its first point was (else at the end)."""
+        first = next((i for i, r in enumerate(self.rows) if r.method == method), len(self.rows))
+        before = [r for r in self.rows[:first] if r.method != method]
+        after = [r for r in self.rows[first:] if r.method != method]
+        self.rows = [*before, *rows, *after]
+        write_curve(self.folder / "curve.csv", self.rows)
+
+    def in_order(self, methods: Sequence[str]) -> list[CurveRow]:
+        """The sweep's units in their order (whatever order they finished in), then other methods' points."""
+        rank = {name: i for i, name in enumerate(methods)}
+        return sorted(self.rows, key=lambda row: rank.get(row.method, len(rank)))
 
 
 def run_curve(
-    spec: ExperimentSpec,
-    train: TrainConfig,
-    methods: Sequence[str],
-    points: int,
+    sweep: Sweep,
     out: Path,
-    on_point: Callable[[CurveRow, bool], None] = lambda row, resumed: None,
+    seeds: Sequence[int] | None = None,
+    executor: ExecutorSpec | None = None,
+    on_point: OnPoint = lambda seed, row, resumed: None,
     on_stage: Callable[[str], None] = lambda text: None,
+    on_unit: Callable[[int, int], None] = lambda finished, total: None,
 ) -> CurveResult:
-    """Measure every (method, setting) on the test split, then write summary.csv and the two plots."""
+    """Measure every (method, setting) of every seed on its test split, then write summaries and plots.
+
+    `seeds` None: one seed (the spec's), in `out` itself; else one folder per seed under `out`.
+    `on_unit(finished, total)` counts units across workers (a progress bar)."""
     started = time.perf_counter()
-    manifest = {
-        "world": spec.world,
-        "catalog": spec.catalog,
-        "roles": spec.roles,
-        "sizes": list(spec.sizes),
-        "seed": spec.seed,
-        "epochs": train.epochs,
-        "points": points,
-        "task": spec.task,
-        "data": spec.data,
-        "limit": spec.limit,
-    }
-    _claim_folder(out, manifest)
-    with one_torch_thread():
-        return _sweep(spec, train, methods, points, out, on_point, on_stage, started)
+    executor = executor or ExecutorSpec()
+    if seeds is not None and not seeds:
+        raise AgentBalanceError("--seeds names no seed: give a comma-separated list of integers")
+    seed_list = list(dict.fromkeys(seeds)) if seeds is not None else [sweep.spec.seed]
+    with executor.open() as running:  # first: a cluster that cannot be reached fails before any file is written
+        result = _sweep(sweep, out, seeds, seed_list, running, on_point, on_stage, on_unit)
+    result.seconds = time.perf_counter() - started
+    return result
 
 
 def _sweep(
-    spec: ExperimentSpec,
-    train: TrainConfig,
-    methods: Sequence[str],
-    points: int,
+    sweep: Sweep,
     out: Path,
-    on_point: Callable[[CurveRow, bool], None],
+    seeds: Sequence[int] | None,
+    seed_list: list[int],
+    running: Executor,
+    on_point: OnPoint,
     on_stage: Callable[[str], None],
-    started: float,
+    on_unit: Callable[[int, int], None],
 ) -> CurveResult:
-    rows = read_curve(out / "curve.csv")
-    done = {(row.method, row.setting) for row in rows}
-    experiment = Experiment.open(spec, on_stage=on_stage)
-    test = experiment.splits.test
-    skipped = 0
+    claim_folder(out, sweep.manifest(seeds))
+    folders = {seed: out / f"seed-{seed}" if seeds is not None else out for seed in seed_list}
+    if seeds is not None:
+        for seed in seed_list:
+            claim_folder(folders[seed], sweep.on_seed(seed).manifest(None))
+    points = {seed: SeedPoints(folders[seed]) for seed in seed_list}
+    timings = {(t.seed, t.method): t for t in read_timings(out / "timings.csv")}
+    units = [Unit(seed, name, points[seed].of(name)) for name in sweep.unit_methods() for seed in seed_list]
+    todo = [unit for unit in units if not _finished(unit, timings)]
+    skipped = sum(len(unit.done) for unit in units)
+    for unit in units:
+        if unit not in todo:
+            for row in unit.done:
+                on_point(unit.seed, row, True)
+    on_unit(len(units) - len(todo), len(units))
 
-    def record(row: CurveRow) -> None:
-        rows.append(row)
-        done.add((row.method, row.setting))
-        write_curve(out / "curve.csv", rows)
-        on_point(row, False)
+    def record_unit(unit: Unit, result: UnitResult) -> None:
+        points[unit.seed].record_unit(unit.method, result.rows)
+        timings[(unit.seed, unit.method)] = UnitTiming(
+            unit.seed, unit.method, len(result.rows), result.measured, result.seconds
+        )
+        ordered = [timings[(u.seed, u.method)] for u in units if (u.seed, u.method) in timings]
+        write_timings(out / "timings.csv", ordered)
 
-    base = base_mas(experiment)
-    if (BASE_METHOD, "complete") not in done:
-        on_stage("measuring the base MAS")
-        evaluation = measure(experiment, [base] * len(test), test)
-        record(CurveRow(BASE_METHOD, "complete", evaluation.perf, evaluation.tok, evaluation.lat, evaluation.n))
-    for name in dict.fromkeys([*methods, REFERENCE_METHOD]):  # the reference last, unless requested
-        method = load_method(name, train)
-        label = name if name in methods else f"{name} (the gains' reference)"
-        for setting in method.settings(experiment, points):
-            if (name, setting) in done:
-                skipped += 1
-                on_point(next(r for r in rows if (r.method, r.setting) == (name, setting)), True)
-                continue
-            on_stage(f"{label}: {setting}")
-            masses = method.fit(experiment, setting)(test)
-            evaluation = measure(experiment, masses, test)
-            record(CurveRow(name, setting, evaluation.perf, evaluation.tok, evaluation.lat, evaluation.n))
-    summary = summarise_curve(rows, methods)
-    _write_summary(out / "summary.csv", summary)
+    in_process = running.in_process
+    function = _local_unit(sweep, points, on_point, on_stage) if in_process else functools.partial(_remote_unit, sweep)
+    for finished, (index, result) in enumerate(running.map(function, todo), start=len(units) - len(todo) + 1):
+        unit = todo[index]
+        if not in_process:
+            for row in result.rows:
+                on_point(unit.seed, row, row in unit.done)
+        record_unit(unit, result)
+        on_unit(finished, len(units))
+    rows = {seed: points[seed].in_order(sweep.unit_methods()) for seed in seed_list}
+    summaries = {seed: summarise_curve(rows[seed], sweep.methods) for seed in seed_list}
     from agentbalance.evaluation.curve_plot import plot_curves
 
-    base_row = next(r for r in rows if r.method == BASE_METHOD)
-    for axis in ("tok", "lat"):
-        plot_curves(rows, methods, base_row, axis, out / f"curve-{axis}.png", title=spec.world)
-    return CurveResult(rows, summary, out, time.perf_counter() - started, skipped)
+    for seed in seed_list:
+        write_curve(folders[seed] / "curve.csv", rows[seed])
+        write_summary(folders[seed] / "summary.csv", summaries[seed])
+        base_row = next(r for r in rows[seed] if r.method == BASE_METHOD)
+        title = sweep.spec.world if seeds is None else f"{sweep.spec.world}, seed {seed}"
+        for axis in ("tok", "lat"):
+            plot_curves(rows[seed], sweep.methods, base_row, axis, folders[seed] / f"curve-{axis}.png", title=title)
+    summary = summaries[seed_list[0]] if seeds is None else seed_summary(summaries, sweep.methods)
+    if seeds is not None:
+        write_summary(out / "summary.csv", summary)
+    return CurveResult(rows, summary, out, 0.0, skipped, running.description())
+
+
+def _finished(unit: Unit, timings: dict[tuple[int, str], UnitTiming]) -> bool:
+    """A unit with a timing row whose points are all in curve.csv: nothing of it is left to do."""
+    timing = timings.get((unit.seed, unit.method))
+    return timing is not None and timing.points == len(unit.done) > 0
+
+
+def _local_unit(
+    sweep: Sweep, points: dict[int, SeedPoints], on_point: OnPoint, on_stage: Callable[[str], None]
+) -> Callable[[Unit], UnitResult]:
+    """A unit in this process: each seed's experiment opened once for all its units, each point written as
+    soon as it is measured (so a killed local sweep loses at most the point being measured)."""
+    experiments: dict[int, Experiment] = {}
+
+    def run(unit: Unit) -> UnitResult:
+        if unit.seed not in experiments:
+            experiments[unit.seed] = Experiment.open(sweep.on_seed(unit.seed).spec, on_stage=on_stage)
+
+        def on_row(row: CurveRow, resumed: bool) -> None:
+            if not resumed:
+                points[unit.seed].record_point(row)
+            on_point(unit.seed, row, resumed)
+
+        return measure_unit(sweep, unit, experiments[unit.seed], on_row, on_stage)
+
+    return run
+
+
+def _remote_unit(sweep: Sweep, unit: Unit) -> UnitResult:
+    """A unit in a Ray worker: it opens its own experiment (the caches on disk make that quick)."""
+    return measure_unit(sweep, unit)
 
 
 def summarise_curve(rows: Sequence[CurveRow], methods: Sequence[str]) -> list[dict[str, object]]:
@@ -149,57 +323,18 @@ def summarise_curve(rows: Sequence[CurveRow], methods: Sequence[str]) -> list[di
     return summary
 
 
-def read_curve(path: Path) -> list[CurveRow]:
-    """The finished points of an earlier run of the same sweep (none if the file does not exist)."""
-    if not path.is_file():
-        return []
-    try:
-        reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8")))
-        if tuple(reader.fieldnames or ()) != CURVE_COLUMNS:
-            raise AgentBalanceError(f"{path}: not a curve file (columns {reader.fieldnames}, expected {CURVE_COLUMNS})")
-        return [
-            CurveRow(r["method"], r["setting"], float(r["perf"]), float(r["tok"]), float(r["lat"]), int(r["n"]))
-            for r in reader
-        ]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
-        raise AgentBalanceError(f"{path}: unreadable curve file ({error}); remove it to start the sweep over") from None
+def seed_summary(summaries: dict[int, list[dict[str, object]]], methods: Sequence[str]) -> list[dict[str, object]]:
+    """A multi-seed summary: per method, one row per seed, then the mean, min and max over the seeds."""
+    table: list[dict[str, object]] = []
+    for name in methods:
+        per_seed = {seed: next(r for r in rows if r["method"] == name) for seed, rows in summaries.items()}
+        table += [{"method": name, "seed": str(seed), **_metrics(row)} for seed, row in per_seed.items()]
+        values = {c: np.array([float(row[c]) for row in per_seed.values()]) for c in SUMMARY_COLUMNS}  # type: ignore[arg-type]
+        for statistic in SEED_STATISTICS:
+            reduce = {"mean": np.mean, "min": np.min, "max": np.max}[statistic]
+            table.append({"method": name, "seed": statistic, **{c: float(reduce(v)) for c, v in values.items()}})
+    return table
 
 
-def write_curve(path: Path, rows: Sequence[CurveRow]) -> None:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CURVE_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(asdict(row))
-    atomic_write(path, buffer.getvalue())
-
-
-def _write_summary(path: Path, summary: Sequence[dict[str, object]]) -> None:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=("method", *SUMMARY_COLUMNS), lineterminator="\n")
-    writer.writeheader()
-    for row in summary:
-        writer.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
-    atomic_write(path, buffer.getvalue())
-
-
-def _claim_folder(out: Path, manifest: dict[str, object]) -> None:
-    """Create the output folder, or check that it holds a sweep of this very configuration."""
-    path = out / "curve.json"
-    if path.is_file():
-        try:
-            found = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise AgentBalanceError(f"{path}: unreadable sweep manifest ({error})") from None
-        if found != manifest:
-            changed = sorted(k for k in set(found) | set(manifest) if found.get(k) != manifest.get(k))
-            raise AgentBalanceError(
-                f"{out} holds a sweep with another configuration (differs in {', '.join(changed)}); "
-                "use another --out or the same options"
-            )
-        return
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise AgentBalanceError(f"cannot create the output folder {out}: {error}") from None
-    atomic_write(path, json.dumps(manifest, indent=2))
+def _metrics(row: dict[str, object]) -> dict[str, object]:
+    return {column: row[column] for column in SUMMARY_COLUMNS}

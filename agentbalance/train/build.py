@@ -6,6 +6,7 @@ Everything a later `run`/`evaluate` needs is written to the run folder; nothing 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import time
@@ -18,6 +19,7 @@ from typing import Any
 import torch
 
 from agentbalance.budgets import Budget, BudgetRange
+from agentbalance.executors import ExecutorSpec
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
 from agentbalance.policy.controller import Controller, ControllerConfig
@@ -25,7 +27,7 @@ from agentbalance.policy.sampling import seeded
 from agentbalance.roles import RoleSet
 from agentbalance.splits import Splits
 from agentbalance.train.budget_targeting import selection_key
-from agentbalance.train.checkpoints import RestartCheckpoints
+from agentbalance.train.checkpoints import RestartCheckpoint, RestartCheckpoints
 from agentbalance.train.config import TrainConfig, TrainResult
 from agentbalance.train.reinforce import Trainer
 from agentbalance.train.run_folder import save_run
@@ -64,6 +66,7 @@ class Built:
     splits: Splits
     out: Path
     restored: list[int] = field(default_factory=list)  # restarts resumed from checkpoints of a killed build
+    trained_elsewhere: str | None = None  # where restarts trained in parallel ("on a local Ray (2 CPUs): 3 runs")
 
 
 def build(
@@ -72,12 +75,18 @@ def build(
     roles: RoleSet | None = None,
     on_stage: Callable[[str], None] = lambda stage: None,
     on_epoch: Callable[[int, dict[str, float]], None] | None = None,
+    executor: ExecutorSpec | None = None,
 ) -> Built:
-    """Open the experiment, train on it, save the run folder (resuming from its restart checkpoints)."""
+    """Open the experiment, train on it, save the run folder (resuming from its restart checkpoints).
+
+    With an executor that is not this process (Ray), the restarts train there in parallel first."""
+    started = time.perf_counter()
+    checkpoints = RestartCheckpoints(out / "checkpoints", build_fingerprint(spec))
+    elsewhere = None
+    if executor is not None and not executor.in_process:
+        elsewhere = train_restarts_elsewhere(spec, roles, checkpoints, executor, on_stage)
     with one_torch_thread():
-        started = time.perf_counter()
         experiment = Experiment.open(spec.experiment, roles, on_stage)
-        checkpoints = RestartCheckpoints(out / "checkpoints", build_fingerprint(spec))
         controller, trainer, result = train_on(experiment, spec, on_stage, on_epoch, checkpoints)
         seconds = time.perf_counter() - started
         config, metrics = run_documents(controller, spec, experiment, result, seconds)
@@ -85,7 +94,7 @@ def build(
     from agentbalance.plots import plot_training
 
     plot_training(result.history, spec.budget, out / "training.png")
-    return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored)
+    return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored, elsewhere)
 
 
 @contextmanager
@@ -112,37 +121,19 @@ def train_on(
     is high-variance), the first restart's anchored start preferred by the one-standard-error rule. `spec`
     gives the budget (or range), the training knobs and the restarts; with
     `checkpoints`, finished restarts are saved, and found ones are restored instead of retrained."""
-    splits = experiment.splits
     best: tuple[Controller, Trainer, TrainResult] | None = None
     margin = 0.0  # the anchored first restart's: every trained policy must beat the anchored start by it
     for restart in range(spec.restarts):
-        with seeded(spec.seed + 1000 * restart):  # the initial weights; torch's global random state is left alone
-            controller = Controller(experiment.context, spec.controller)
-        run = TrainingRun.of(experiment, controller, spec.trained_for, spec.train, seed=spec.seed + restart)
-        trainer = Trainer(run)
-        offset = restart * spec.train.epochs
         saved = checkpoints.load(restart) if checkpoints is not None else None
         if saved is not None:
             on_stage(f"run {restart + 1} of {spec.restarts} restored from its checkpoint")
+            controller, trainer = _restart_controller(experiment, spec, restart)
             result = trainer.restore(saved)
             for epoch, record in enumerate(result.history):
                 if on_epoch is not None:
-                    on_epoch(offset + epoch, record)
+                    on_epoch(restart * spec.train.epochs + epoch, record)
         else:
-            on_stage(f"pretraining the difficulty estimator (run {restart + 1} of {spec.restarts})")
-            trainer.pretrain_difficulty(splits.train)
-            if spec.anchored and restart == 0:
-                templates = trainer.anchor(splits.train, splits.val)
-                imitated = ", ".join(dict.fromkeys(describe_template(mas) for mas in templates))
-                if imitated:
-                    on_stage(f"run 1 starts from the best template that fits: {imitated}")
-            on_stage(f"training (run {restart + 1} of {spec.restarts})")
-
-            def report(epoch: int, record: dict[str, float], offset: int = offset) -> None:
-                if on_epoch is not None:
-                    on_epoch(offset + epoch, record)
-
-            result = trainer.train(splits.train, splits.val, splits.test, on_epoch=report)
+            controller, trainer, result = train_restart(experiment, spec, restart, on_stage, on_epoch)
             if checkpoints is not None:
                 checkpoints.save(restart, controller, result)
         margin = max(margin, result.anchor_margin)
@@ -150,6 +141,75 @@ def train_on(
             best = (controller, trainer, result)
     assert best is not None
     return best
+
+
+def _restart_controller(experiment: Experiment, spec: BuildSpec, restart: int) -> tuple[Controller, Trainer]:
+    """Restart `restart`'s initial controller and its trainer: a function of the spec and the index alone."""
+    with seeded(spec.seed + 1000 * restart):  # the initial weights; torch's global random state is left alone
+        controller = Controller(experiment.context, spec.controller)
+    run = TrainingRun.of(experiment, controller, spec.trained_for, spec.train, seed=spec.seed + restart)
+    return controller, Trainer(run)
+
+
+def train_restart(
+    experiment: Experiment,
+    spec: BuildSpec,
+    restart: int,
+    on_stage: Callable[[str], None] = lambda stage: None,
+    on_epoch: Callable[[int, dict[str, float]], None] | None = None,
+) -> tuple[Controller, Trainer, TrainResult]:
+    """One training restart: independent of the others (its seeds come from its index), so restarts may
+    run anywhere, in any order, and give the controllers of a sequential build."""
+    splits = experiment.splits
+    controller, trainer = _restart_controller(experiment, spec, restart)
+    on_stage(f"pretraining the difficulty estimator (run {restart + 1} of {spec.restarts})")
+    trainer.pretrain_difficulty(splits.train)
+    if spec.anchored and restart == 0:
+        templates = trainer.anchor(splits.train, splits.val)
+        imitated = ", ".join(dict.fromkeys(describe_template(mas) for mas in templates))
+        if imitated:
+            on_stage(f"run 1 starts from the best template that fits: {imitated}")
+    on_stage(f"training (run {restart + 1} of {spec.restarts})")
+    offset = restart * spec.train.epochs
+
+    def report(epoch: int, record: dict[str, float]) -> None:
+        if on_epoch is not None:
+            on_epoch(offset + epoch, record)
+
+    result = trainer.train(splits.train, splits.val, splits.test, on_epoch=report)
+    return controller, trainer, result
+
+
+def train_restarts_elsewhere(
+    spec: BuildSpec,
+    roles: RoleSet | None,
+    checkpoints: RestartCheckpoints,
+    executor: ExecutorSpec,
+    on_stage: Callable[[str], None] = lambda stage: None,
+) -> str | None:
+    """Train the restarts without a checkpoint as units of `executor` (Ray tasks), saving each checkpoint as
+    it arrives; `train_on` then restores them all, exactly as it resumes a killed build. Returns where and
+    how many trained (None: every restart had a checkpoint)."""
+    missing = [restart for restart in range(spec.restarts) if not checkpoints.exists(restart)]
+    if not missing:
+        return None
+    with executor.open() as running:
+        where = f"{len(missing)} of {spec.restarts} runs trained {running.description()}"
+        on_stage(f"training {len(missing)} runs {running.description()}")
+        for finished, (index, checkpoint) in enumerate(
+            running.map(functools.partial(_remote_restart, spec, roles), missing), start=1
+        ):
+            checkpoints.save_trained_elsewhere(missing[index], checkpoint)
+            on_stage(f"run {missing[index] + 1} of {spec.restarts} trained ({finished} of {len(missing)} done)")
+    return where
+
+
+def _remote_restart(spec: BuildSpec, roles: RoleSet | None, restart: int) -> RestartCheckpoint:
+    """One restart in a worker: its own experiment (the caches on disk make opening it quick), one torch thread."""
+    with one_torch_thread():
+        experiment = Experiment.open(spec.experiment, roles)
+        controller, _, result = train_restart(experiment, spec, restart)
+    return RestartCheckpoint(controller.state_dict(), controller.config, result)
 
 
 def _selection_key(result: TrainResult, margin: float) -> tuple[int, float]:

@@ -38,24 +38,44 @@ class RestartCheckpoints:
         self.folder = folder
         self.fingerprint = fingerprint
         self.restored: list[int] = []  # restarts this build took from a checkpoint instead of training
+        self._trained_elsewhere: set[int] = set()  # saved by this build from a worker: trained, not resumed
 
     def save(self, restart: int, controller: Controller, result: TrainResult) -> None:
+        self.save_state(restart, RestartCheckpoint(controller.state_dict(), controller.config, result))
+
+    def save_state(self, restart: int, checkpoint: RestartCheckpoint) -> None:
+        """A restart's checkpoint from its parts (a Ray worker's result, or `save`)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         buffer = io.BytesIO()
-        torch.save(controller.state_dict(), buffer)
+        torch.save(checkpoint.state, buffer)
         weights = buffer.getvalue()
         atomic_write(self.folder / f"restart-{restart}.pt", weights)
         document = {
             "format": CHECKPOINT_FORMAT,
             "fingerprint": self.fingerprint,
             "sha256": hashlib.sha256(weights).hexdigest(),
-            "controller": dataclasses.asdict(controller.config),
-            "result": result.to_json(),
+            "controller": dataclasses.asdict(checkpoint.controller),
+            "result": checkpoint.result.to_json(),
         }
         atomic_write(self.folder / f"restart-{restart}.json", json.dumps(document))
 
+    def save_trained_elsewhere(self, restart: int, checkpoint: RestartCheckpoint) -> None:
+        """A restart this build trained in a worker: loading it later is not a resume."""
+        self.save_state(restart, checkpoint)
+        self._trained_elsewhere.add(restart)
+
+    def exists(self, restart: int) -> bool:
+        """Whether a valid checkpoint of `restart` is there (it is not loaded for use)."""
+        return self._read(restart) is not None
+
     def load(self, restart: int) -> RestartCheckpoint | None:
         """The checkpoint of a finished restart, or None when absent, of other options, or damaged."""
+        checkpoint = self._read(restart)
+        if checkpoint is not None and restart not in self._trained_elsewhere:
+            self.restored.append(restart)
+        return checkpoint
+
+    def _read(self, restart: int) -> RestartCheckpoint | None:
         meta_path, weights_path = self.folder / f"restart-{restart}.json", self.folder / f"restart-{restart}.pt"
         if not (meta_path.is_file() and weights_path.is_file()):
             return None
@@ -74,5 +94,4 @@ class RestartCheckpoints:
             )
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, RuntimeError):
             return None  # unreadable: train this restart again (the checkpoint is never trusted half-way)
-        self.restored.append(restart)
         return checkpoint

@@ -1,0 +1,178 @@
+"""`--executor ray` on a real Ray (no mocks): a local Ray started by the command, and a cluster started by
+`ray start --head` on loopback. The same seed gives the same files as the local executor; a killed Ray sweep
+resumes; a user's error in a worker is one error line; an unreachable cluster fails at once.
+
+CI installs Ray (`make test`) and sets AGENTBALANCE_REQUIRE_RAY=1, so there a missing Ray fails, never skips."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from agentbalance.errors import AgentBalanceError
+from agentbalance.executors import ExecutorSpec
+from tests.conftest import agentbalance_process
+from tests.test_cli_build import agentbalance, one_error_line
+
+pytestmark = pytest.mark.slow  # starts Ray, sweeps and builds
+
+if os.environ.get("AGENTBALANCE_REQUIRE_RAY") != "1" and importlib.util.find_spec("ray") is None:
+    pytest.skip("Ray is not installed: pip install 'agentbalance[ray]' (make test has it)", allow_module_level=True)
+
+SIZES = ["--train", "24", "--val", "12", "--test", "16", "--epochs", "2"]
+SWEEP = ["curve", "--methods", "agentbalance,single,star", "--points", "2", *SIZES, "--seeds", "0,1"]
+BUILD = ["build", "--budget-tok", "0.5", "--train", "16", "--val", "8", "--test", "8", "--epochs", "2"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def ray_command() -> str:
+    return str(Path(sys.executable).with_name("ray"))
+
+
+TOKEN = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "agentbalance-test-token-0123456789abcdef"}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Ray head of 2 CPUs, as `ray start --head` starts one on a cluster, with token authentication (the
+    default of `ray start` since Ray 2.59; the driver sends TOKEN); its address on loopback."""
+    port = free_port()
+    temp = tmp_path_factory.mktemp("ray")
+    started = subprocess.run(
+        [ray_command(), "start", "--head", "--port", str(port), "--num-cpus", "2", "--include-dashboard", "false",
+         "--disable-usage-stats", "--temp-dir", str(temp)],
+        capture_output=True, text=True, timeout=180, env={**os.environ, **TOKEN},
+    )  # fmt: skip
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([ray_command(), "stop", "--force"], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference: the same sweep with the local executor."""
+    folder = tmp_path_factory.mktemp("local")
+    done = agentbalance(*SWEEP, "--out", str(folder / "out"), cwd=folder)
+    assert done.returncode == 0, done.stderr
+    return folder / "out"
+
+
+def sweep_files(out: Path) -> dict[str, str]:
+    names = ["summary.csv", *(f"seed-{s}/{f}" for s in (0, 1) for f in ("curve.csv", "summary.csv"))]
+    return {name: (out / name).read_text() for name in names}
+
+
+def test_a_sweep_on_a_ray_cluster_gives_the_local_numbers(cluster: str, local_sweep: Path, tmp_path: Path) -> None:
+    args = [*SWEEP, "--executor", "ray", "--address", cluster, "--out", str(tmp_path / "out")]
+    done = agentbalance_process(*args, cwd=tmp_path, env=TOKEN)  # Ray reads RAY_AUTH_MODE once per process
+    assert done.returncode == 0, done.stderr
+    assert f"on the Ray cluster at {cluster} (2 CPUs)" in " ".join(done.stdout.split())
+    assert "8/8" in done.stdout  # one progress bar: 4 units (base, 3 methods) x 2 seeds, across workers
+    assert sweep_files(tmp_path / "out") == sweep_files(local_sweep)
+
+
+def test_a_killed_ray_sweep_resumes_where_it_stopped(cluster: str, local_sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = [*SWEEP, "--executor", "ray", "--address", cluster, "--out", str(out)]
+    process = subprocess.Popen([sys.executable, "-m", "agentbalance.cli", *args], cwd=tmp_path,
+                               env={**os.environ, **TOKEN}, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while len(_lines(out / "timings.csv")) < 3:  # the header and two finished units
+        assert process.poll() is None, "the sweep ended before it could be killed"
+        assert time.monotonic() < deadline, "no unit finished within 5 minutes"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    finished = _lines(out / "timings.csv")
+    assert len(finished) < 9, "killed too late to test a resume"
+    done = agentbalance_process(*args, cwd=tmp_path, env=TOKEN)
+    assert done.returncode == 0, done.stderr
+    assert sweep_files(out) == sweep_files(local_sweep)
+    assert set(finished) <= set(_lines(out / "timings.csv"))  # finished units skipped: their rows untouched
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.is_file() else []
+
+
+def test_build_restarts_on_a_local_ray_give_the_local_controller(tmp_path: Path) -> None:
+    local = agentbalance(*BUILD, "--restarts", "2", "--out", str(tmp_path / "local"), "--json", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    on_ray = agentbalance(*BUILD, "--restarts", "2", "--executor", "ray", "--out", str(tmp_path / "ray"), "--json",
+                          cwd=tmp_path)  # fmt: skip
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert "2 of 2 runs trained on a local Ray" in on_ray.stderr
+    assert "resumed" not in on_ray.stderr  # trained there, not restored from an earlier build
+    assert json.loads(on_ray.stdout) | {"out": ""} == json.loads(local.stdout) | {"out": ""}
+    metrics = [json.loads((tmp_path / name / "metrics.json").read_text()) for name in ("local", "ray")]
+    assert [m | {"seconds": 0} for m in metrics[:1]] == [m | {"seconds": 0} for m in metrics[1:]]
+    states = [torch.load(tmp_path / name / "controller.pt", weights_only=True) for name in ("local", "ray")]
+    assert states[0].keys() == states[1].keys() and all(torch.equal(states[0][k], states[1][k]) for k in states[0])
+
+
+def test_a_users_error_in_a_worker_comes_back_as_that_error(tmp_path: Path) -> None:
+    from agentbalance.catalog import Catalog
+
+    with ExecutorSpec("ray").open() as running, pytest.raises(AgentBalanceError) as raised:  # a local Ray
+        list(running.map(Catalog.load, [str(tmp_path / "missing.yaml")]))
+    assert str(raised.value) == f"catalog file not found: {tmp_path / 'missing.yaml'}"
+
+
+def test_an_unreachable_cluster_is_one_error_before_anything_is_written(tmp_path: Path) -> None:
+    started = time.monotonic()
+    done = agentbalance(*SWEEP, "--executor", "ray", "--address", f"127.0.0.1:{free_port()}", "--out",
+                        str(tmp_path / "out"), cwd=tmp_path)  # fmt: skip
+    one_error_line(done, "no Ray head answers at 127.0.0.1:")
+    assert time.monotonic() - started < 60 and not (tmp_path / "out").exists()
+
+
+def test_executor_options_are_checked() -> None:
+    with pytest.raises(AgentBalanceError, match="one of local, ray"):
+        ExecutorSpec("dask")
+    with pytest.raises(AgentBalanceError, match="use it with --executor ray"):
+        ExecutorSpec("local", "127.0.0.1:6379")
+    with pytest.raises(AgentBalanceError, match="HOST:PORT"):
+        ExecutorSpec("ray", "somewhere").open().__enter__()
+
+
+def test_without_ray_installed_the_error_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as without the package
+    with pytest.raises(AgentBalanceError, match=r"pip install 'agentbalance\[ray\]'"):
+        ExecutorSpec("ray").open().__enter__()
+
+
+def test_a_copy_of_a_finished_sweep_measures_nothing_on_ray(cluster: str, local_sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(local_sweep, out)
+    args = [*SWEEP, "--executor", "ray", "--address", cluster, "--out", str(out)]
+    done = agentbalance_process(*args, cwd=tmp_path, env=TOKEN)
+    assert done.returncode == 0, done.stderr
+    assert " measured " not in done.stdout and "8/8" in done.stdout
+
+
+def test_a_cluster_that_asks_for_a_token_says_how_to_send_it(cluster: str, tmp_path: Path) -> None:
+    """(Ray retries for 20 s by default; the test lets it try for 2.)"""
+    done = agentbalance_process(*SWEEP, "--executor", "ray", "--address", cluster, "--out", str(tmp_path / "out"),
+                                cwd=tmp_path, env={"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": "",
+                                                  "RAY_gcs_server_port_wait_time_s": "2"})  # fmt: skip
+    one_error_line(done, "set RAY_AUTH_MODE=token")
