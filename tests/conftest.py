@@ -101,6 +101,23 @@ def trained_run(built_run: Built) -> Path:
     return built_run.out
 
 
+# a sweep of two seeds, small enough for the suite: with agentbalance, so that its training is compared too
+SEEDS_SWEEP = ("curve", "--methods", "agentbalance,single,star", "--points", "2",
+               "--train", "24", "--val", "12", "--test", "16", "--epochs", "2")  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def seeds_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`curve --seeds 0,1` with the local executor (`out/`), and beside it (`single-seed-1/`) the one-seed sweep of
+    seed 1 it must agree with: the reference of the multi-seed tests and of the Ray tests. Read it, never write."""
+    folder = tmp_path_factory.mktemp("seeds")
+    done = agentbalance(*SEEDS_SWEEP, "--seeds", "0,1", "--out", str(folder / "out"), cwd=folder)
+    assert done.returncode == 0, done.stderr
+    alone = agentbalance(*SEEDS_SWEEP, "--seed", "1", "--out", str(folder / "single-seed-1"), cwd=folder)
+    assert alone.returncode == 0, alone.stderr
+    return folder
+
+
 def agentbalance(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The command line as a user runs it from `cwd` (relative paths resolve there), in this process: the
     fast path where a subprocess is not the point (`agentbalance_process` where it is)."""

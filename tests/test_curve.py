@@ -15,6 +15,7 @@ from agentbalance.evaluation.curve import summarise_curve
 from agentbalance.evaluation.curve_files import CurveRow, read_curve, write_curve
 from agentbalance.evaluation.methods import parse_methods
 from agentbalance.evaluation.metrics import GAIN_COLUMNS, SUMMARY_COLUMNS
+from tests.conftest import SEEDS_SWEEP
 from tests.test_cli_build import agentbalance, one_error_line
 
 pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
@@ -135,28 +136,14 @@ def test_the_summary_scores_each_method_against_the_base_mas() -> None:
     json.dumps(row)  # plain numbers, ready for --json
 
 
-SEEDS_SWEEP = ["curve", "--methods", "single,star", "--points", "2", *SMALL]
-
-
-@pytest.fixture(scope="module")
-def seeds_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`curve --seeds 0,1`, and beside it (`single-seed-1/`) the one-seed sweep of seed 1 it must agree with."""
-    folder = tmp_path_factory.mktemp("seeds")
-    done = agentbalance(*SEEDS_SWEEP, "--seeds", "0,1", "--out", str(folder / "out"), cwd=folder)
-    assert done.returncode == 0, done.stderr
-    alone = agentbalance(*SEEDS_SWEEP, "--seed", "1", "--out", str(folder / "single-seed-1"), cwd=folder)
-    assert alone.returncode == 0, alone.stderr
-    return folder
-
-
 def test_a_sweep_of_several_seeds_writes_each_seed_and_their_mean_min_max(seeds_sweep: Path) -> None:
     out = seeds_sweep / "out"
     summary = rows_of(out / "summary.csv")
     assert list(summary[0]) == ["method", "seed", *SUMMARY_COLUMNS]  # metrics only: no timing column
     assert [(r["method"], r["seed"]) for r in summary] == [
-        (method, seed) for method in ("single", "star") for seed in ("0", "1", "mean", "min", "max")
+        (method, seed) for method in ("agentbalance", "single", "star") for seed in ("0", "1", "mean", "min", "max")
     ]
-    for method in ("single", "star"):
+    for method in ("agentbalance", "single", "star"):
         rows = {r["seed"]: r for r in summary if r["method"] == method}
         for column in SUMMARY_COLUMNS:
             values = [float(rows[seed][column]) for seed in ("0", "1")]
@@ -173,7 +160,8 @@ def test_a_sweep_of_several_seeds_writes_each_seed_and_their_mean_min_max(seeds_
 def test_timings_are_written_apart_one_row_a_unit(seeds_sweep: Path) -> None:
     timings = rows_of(seeds_sweep / "out" / "timings.csv")
     assert list(timings[0]) == ["seed", "method", "points", "measured", "seconds"]
-    assert {(r["seed"], r["method"]) for r in timings} == {(s, m) for s in "01" for m in ("base", "single", "star")}
+    units = {(s, m) for s in "01" for m in ("base", "agentbalance", "single", "star")}
+    assert {(r["seed"], r["method"]) for r in timings} == units
     for row in timings:
         points = len([r for r in rows_of(seeds_sweep / "out" / f"seed-{row['seed']}" / "curve.csv")
                       if r["method"] == row["method"]])  # fmt: skip

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -23,7 +22,7 @@ import torch
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.executors import ExecutorSpec
-from tests.conftest import agentbalance_process
+from tests.conftest import SEEDS_SWEEP, agentbalance_process
 from tests.test_cli_build import agentbalance, one_error_line
 
 pytestmark = pytest.mark.slow  # starts Ray, sweeps and builds
@@ -31,8 +30,7 @@ pytestmark = pytest.mark.slow  # starts Ray, sweeps and builds
 if os.environ.get("AGENTBALANCE_REQUIRE_RAY") != "1" and importlib.util.find_spec("ray") is None:
     pytest.skip("Ray is not installed: pip install 'agentbalance[ray]' (make test has it)", allow_module_level=True)
 
-SIZES = ["--train", "24", "--val", "12", "--test", "16", "--epochs", "2"]
-SWEEP = ["curve", "--methods", "agentbalance,single,star", "--points", "2", *SIZES, "--seeds", "0,1"]
+SWEEP = [*SEEDS_SWEEP, "--seeds", "0,1"]  # the `seeds_sweep` fixture's, run there with the local executor
 BUILD = ["build", "--budget-tok", "0.5", "--train", "16", "--val", "8", "--test", "8", "--epochs", "2"]
 
 
@@ -67,30 +65,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         subprocess.run([ray_command(), "stop", "--force"], capture_output=True, timeout=120)
 
 
-@pytest.fixture(scope="module")
-def local_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The reference: the same sweep with the local executor."""
-    folder = tmp_path_factory.mktemp("local")
-    done = agentbalance(*SWEEP, "--out", str(folder / "out"), cwd=folder)
-    assert done.returncode == 0, done.stderr
-    return folder / "out"
-
-
 def sweep_files(out: Path) -> dict[str, str]:
     names = ["summary.csv", *(f"seed-{s}/{f}" for s in (0, 1) for f in ("curve.csv", "summary.csv"))]
     return {name: (out / name).read_text() for name in names}
 
 
-def test_a_sweep_on_a_ray_cluster_gives_the_local_numbers(cluster: str, local_sweep: Path, tmp_path: Path) -> None:
-    args = [*SWEEP, "--executor", "ray", "--address", cluster, "--out", str(tmp_path / "out")]
-    done = agentbalance_process(*args, cwd=tmp_path, env=TOKEN)  # Ray reads RAY_AUTH_MODE once per process
-    assert done.returncode == 0, done.stderr
-    assert f"on the Ray cluster at {cluster} (2 CPUs)" in " ".join(done.stdout.split())
-    assert "8/8" in done.stdout  # one progress bar: 4 units (base, 3 methods) x 2 seeds, across workers
-    assert sweep_files(tmp_path / "out") == sweep_files(local_sweep)
-
-
-def test_a_killed_ray_sweep_resumes_where_it_stopped(cluster: str, local_sweep: Path, tmp_path: Path) -> None:
+def test_a_killed_ray_sweep_resumes_to_the_local_numbers(cluster: str, seeds_sweep: Path, tmp_path: Path) -> None:
+    """A sweep on the cluster, SIGKILLed after two units, rerun: the files of the local executor, to the byte."""
     out = tmp_path / "out"
     args = [*SWEEP, "--executor", "ray", "--address", cluster, "--out", str(out)]
     process = subprocess.Popen([sys.executable, "-m", "agentbalance.cli", *args], cwd=tmp_path,
@@ -107,8 +88,10 @@ def test_a_killed_ray_sweep_resumes_where_it_stopped(cluster: str, local_sweep: 
     assert len(finished) < 9, "killed too late to test a resume"
     done = agentbalance_process(*args, cwd=tmp_path, env=TOKEN)
     assert done.returncode == 0, done.stderr
-    assert sweep_files(out) == sweep_files(local_sweep)
+    assert sweep_files(out) == sweep_files(seeds_sweep / "out")
     assert set(finished) <= set(_lines(out / "timings.csv"))  # finished units skipped: their rows untouched
+    assert f"on the Ray cluster at {cluster} (2 CPUs)" in " ".join(done.stdout.split())
+    assert "8/8" in done.stdout  # one progress bar: 4 units (base, 3 methods) x 2 seeds, across workers
 
 
 def _lines(path: Path) -> list[str]:
@@ -130,12 +113,11 @@ def test_build_restarts_on_a_local_ray_give_the_local_controller(tmp_path: Path)
     assert states[0].keys() == states[1].keys() and all(torch.equal(states[0][k], states[1][k]) for k in states[0])
 
 
-def test_a_users_error_in_a_worker_comes_back_as_that_error(tmp_path: Path) -> None:
-    from agentbalance.catalog import Catalog
-
-    with ExecutorSpec("ray").open() as running, pytest.raises(AgentBalanceError) as raised:  # a local Ray
-        list(running.map(Catalog.load, [str(tmp_path / "missing.yaml")]))
-    assert str(raised.value) == f"catalog file not found: {tmp_path / 'missing.yaml'}"
+def test_a_users_error_in_a_worker_is_one_error_line(cluster: str, tmp_path: Path) -> None:
+    """With Ray the driver never opens an experiment: a catalog missing where a worker looks fails there."""
+    missing = tmp_path / "missing.yaml"
+    args = [*SWEEP, "--catalog", str(missing), "--executor", "ray", "--address", cluster, "--out", str(tmp_path / "o")]
+    one_error_line(agentbalance_process(*args, cwd=tmp_path, env=TOKEN), f"catalog file not found: {missing}")
 
 
 def test_an_unreachable_cluster_is_one_error_before_anything_is_written(tmp_path: Path) -> None:
@@ -159,15 +141,6 @@ def test_without_ray_installed_the_error_says_how_to_install_it(monkeypatch: pyt
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as without the package
     with pytest.raises(AgentBalanceError, match=r"pip install 'agentbalance\[ray\]'"):
         ExecutorSpec("ray").open().__enter__()
-
-
-def test_a_copy_of_a_finished_sweep_measures_nothing_on_ray(cluster: str, local_sweep: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    shutil.copytree(local_sweep, out)
-    args = [*SWEEP, "--executor", "ray", "--address", cluster, "--out", str(out)]
-    done = agentbalance_process(*args, cwd=tmp_path, env=TOKEN)
-    assert done.returncode == 0, done.stderr
-    assert " measured " not in done.stdout and "8/8" in done.stdout
 
 
 def test_a_cluster_that_asks_for_a_token_says_how_to_send_it(cluster: str, tmp_path: Path) -> None:
