@@ -211,4 +211,9 @@ def _result(ray: Any, reference: Any) -> Any:
     except ray.exceptions.RayTaskError as error:
         if isinstance(error.cause, AgentBalanceError):
             raise AgentBalanceError(str(error.cause)) from None
-        raise
+        raise  # a bug in a unit: its traceback is what a developer needs
+    except ray.exceptions.RayError as error:  # a worker or a node died, or the cluster went away
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise AgentBalanceError(
+            f"Ray lost a unit ({reason}); rerun the same command to resume: finished units are kept"
+        ) from None
