@@ -73,8 +73,6 @@ def map_in_order(spec: ExecutorSpec, function: Callable[[Item], Result], items: 
 
 
 class Executor(Protocol):
-    in_process: bool  # units run in this process, so they may report progress through callbacks as they go
-
     def __enter__(self) -> Executor: ...
 
     def __exit__(
@@ -88,8 +86,6 @@ class Executor(Protocol):
 
 class LocalExecutor:
     """Every unit in this process, in order: the behaviour of a sweep without Ray."""
-
-    in_process = True
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -108,8 +104,6 @@ class LocalExecutor:
 class RayExecutor:
     """Every unit a Ray task of one CPU. Without an address a local Ray starts with this machine's cores and
     stops at the end; with one, the sweep joins that cluster (and leaves it running)."""
-
-    in_process = False
 
     def __init__(self, address: str | None) -> None:
         self.address = address

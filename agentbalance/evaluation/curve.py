@@ -51,6 +51,7 @@ from agentbalance.train.config import TrainConfig
 BASE_METHOD = "base"  # the row of the base MAS: the metrics' B_max and p_base
 REFERENCE_METHOD = "single"  # its rows, recorded even when not requested, are the gains' reference frontier
 
+SEED_REDUCERS = {"mean": np.mean, "min": np.min, "max": np.max}  # one per SEED_STATISTICS name
 OnPoint = Callable[[int, CurveRow, bool], None]  # the seed, a point, and whether it was resumed
 
 
@@ -210,7 +211,7 @@ def run_curve(
         raise AgentBalanceError("--seeds names no seed: give a comma-separated list of integers")
     seed_list = list(dict.fromkeys(seeds)) if seeds is not None else [sweep.spec.seed]
     with executor.open() as running:  # first: a cluster that cannot be reached fails before any file is written
-        result = _sweep(sweep, out, seeds, seed_list, running, on_point, on_stage, on_unit)
+        result = _sweep(sweep, out, seeds, seed_list, running, executor.in_process, on_point, on_stage, on_unit)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -221,6 +222,7 @@ def _sweep(
     seeds: Sequence[int] | None,
     seed_list: list[int],
     running: Executor,
+    in_process: bool,
     on_point: OnPoint,
     on_stage: Callable[[str], None],
     on_unit: Callable[[int, int], None],
@@ -236,7 +238,7 @@ def _sweep(
     todo = [unit for unit in units if not _finished(unit, timings)]
     skipped = sum(len(unit.done) for unit in units)
     for unit in units:
-        if unit not in todo:
+        if _finished(unit, timings):
             for row in unit.done:
                 on_point(unit.seed, row, True)
     on_unit(len(units) - len(todo), len(units))
@@ -249,7 +251,6 @@ def _sweep(
         ordered = [timings[(u.seed, u.method)] for u in units if (u.seed, u.method) in timings]
         write_timings(out / "timings.csv", ordered)
 
-    in_process = running.in_process
     function = _local_unit(sweep, points, on_point, on_stage) if in_process else functools.partial(_remote_unit, sweep)
     for finished, (index, result) in enumerate(running.map(function, todo), start=len(units) - len(todo) + 1):
         unit = todo[index]
@@ -328,13 +329,10 @@ def seed_summary(summaries: dict[int, list[dict[str, object]]], methods: Sequenc
     table: list[dict[str, object]] = []
     for name in methods:
         per_seed = {seed: next(r for r in rows if r["method"] == name) for seed, rows in summaries.items()}
-        table += [{"method": name, "seed": str(seed), **_metrics(row)} for seed, row in per_seed.items()]
+        for seed, row in per_seed.items():
+            table.append({"method": name, "seed": str(seed), **{c: row[c] for c in SUMMARY_COLUMNS}})
         values = {c: np.array([float(row[c]) for row in per_seed.values()]) for c in SUMMARY_COLUMNS}  # type: ignore[arg-type]
         for statistic in SEED_STATISTICS:
-            reduce = {"mean": np.mean, "min": np.min, "max": np.max}[statistic]
+            reduce = SEED_REDUCERS[statistic]
             table.append({"method": name, "seed": statistic, **{c: float(reduce(v)) for c, v in values.items()}})
     return table
-
-
-def _metrics(row: dict[str, object]) -> dict[str, object]:
-    return {column: row[column] for column in SUMMARY_COLUMNS}
