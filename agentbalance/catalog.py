@@ -247,9 +247,7 @@ class Catalog(NamedCollection[Backbone]):
         try:
             parsed = _CatalogFile.model_validate(data)
         except ValidationError as error:
-            raise AgentBalanceError(
-                describe_validation_error(error, source, entries if isinstance(entries, list) else [])
-            ) from None
+            raise AgentBalanceError(describe_validation_error(error, source, entries, section="backbones")) from None
         return cls(parsed.backbones, parsed.assumptions, source=source)
 
     def to_json(self) -> dict[str, Any]:

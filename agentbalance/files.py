@@ -91,11 +91,10 @@ def load_validated(path: str | Path, what: str, schema: type[Schema], list_key: 
     `list_key` is the top-level list whose entries are named in errors by their `name` key.
     """
     raw = read_yaml_mapping(path, what)
-    entries = raw.get(list_key) if isinstance(raw.get(list_key), list) else []
     try:
         return schema.model_validate(raw)
     except ValidationError as error:
-        raise AgentBalanceError(describe_validation_error(error, str(path), entries)) from None
+        raise AgentBalanceError(describe_validation_error(error, str(path), raw.get(list_key), list_key)) from None
 
 
 def read_jsonl_objects(path: str | Path, what: str) -> list[tuple[int, dict[str, Any]]]:

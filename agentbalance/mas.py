@@ -267,7 +267,8 @@ class MAS:
         try:
             parsed = _MASDocument.model_validate(document)
         except ValidationError as error:
-            raise AgentBalanceError(describe_validation_error(error, source, document.get("agents") or [])) from None
+            agents = document.get("agents")
+            raise AgentBalanceError(describe_validation_error(error, source, agents, section="agents")) from None
         return cls(
             parsed.agents,
             parsed.edges,

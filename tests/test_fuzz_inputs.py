@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentbalance.catalog import Catalog
@@ -195,6 +195,8 @@ def test_any_text_as_a_role_file_loads_or_is_a_clear_error(folder: Path, text: s
 
 @FUZZ
 @given(document=mutated(VALID_MAS) | values | st.fixed_dictionaries({"agents": values, "decision": values}))
+@example(document={"pool": 0, "agents": {"": None}, "edges": [None], "decision": "a1"})  # found by CI: not a list
+@example(document={"pool": 0, "agents": True, "edges": [None], "decision": "a1"})
 def test_a_mas_document_loads_or_is_a_clear_error(document: Any) -> None:
     catalog, roles = Catalog.load(), RoleSet.load("math")
 
