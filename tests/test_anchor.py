@@ -205,6 +205,39 @@ def test_templates_are_told_apart_on_the_training_questions_too(small_experiment
     assert [_shape(mas) for mas in imitated] == [_shape(MAS.single(small_experiment.roles.decision.name, strong))]
 
 
+def test_the_anchored_start_is_judged_by_its_cost_on_the_questions_it_was_chosen_on(
+    small_experiment, one_thread
+) -> None:
+    """The template fits the budget on the training and validation questions together (mean Tok 0.6,
+    upper bound about 0.7 against 1.0), but its cost varies so much on the 16 validation questions alone
+    that their upper bound (about 1.25) is over. The final choice judges the anchored start by the cost it
+    was chosen on: it meets the budget, so no trained policy can replace it just by fitting."""
+    strong = small_experiment.kept[-1]
+    val_rank = {q.id: i for i, q in enumerate(small_experiment.splits.val)}
+
+    def outcome(mas: MAS, query: Query) -> Outcome:
+        if {agent.backbone for agent in mas.agents} != {strong} or len(mas) != 1:
+            return Outcome("B", False, 0.0001 * len(mas), 1.0, len(mas))  # every other template is cheap and wrong
+        rank = val_rank.get(query.id)
+        tok = 0.5 if rank is None else (0.1 if rank % 2 else 1.7)  # in USD per 100 queries
+        return Outcome("A", True, tok / 100, 1.0, 1)
+
+    budget = Budget(tok=1.0)
+    costed = dataclasses.replace(small_experiment)
+    costed.execute = lambda pairs: [outcome(mas, query) for mas, query in pairs]  # type: ignore[method-assign]
+    trainer = _trainer(costed, budget, TrainConfig(epochs=1, learning_rate=0.0))
+    splits = small_experiment.splits
+    train, val, test = splits.train, splits.val, splits.test
+    trainer.anchor(train, val)
+    result = trainer.train(train, val, test)
+    assert result.anchored
+    assert result.feasible and result.val.meets(budget)
+    assert result.val.tok == pytest.approx(0.6, abs=0.03)  # (imitation may miss a query or two)
+    assert result.val.perf >= 0.9
+    on_val = trainer.run.evaluate(val)
+    assert not on_val.meets(budget), "validation alone would put the anchored start over the budget"
+
+
 def test_a_trained_policy_must_win_by_the_margin_to_replace_the_anchored_start() -> None:
     margin = 0.03
     assert selection_key((1, 0.80), True, margin) > selection_key((1, 0.82), False, margin)

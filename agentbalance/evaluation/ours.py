@@ -2,8 +2,8 @@
 
 The budget range is measured on the validation split (never test): from the cheapest point the catalog
 reaches (its cheapest kept backbone alone) up to the base MAS's cost, which is where the metrics' budget
-axis ends. The controller trains once for that range and each setting of the sweep is a budget scale
-served without retraining.
+axis ends. The controller trains once for that range, its grid budgets being the sweep's settings, and
+each setting is served without retraining.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-
-import numpy as np
 
 from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
@@ -29,7 +27,6 @@ from agentbalance.train.build import BuildSpec, train_on
 from agentbalance.train.config import TrainConfig
 from agentbalance.trained import TrainedController
 
-GRID_STEPS = 6  # training budgets, log-spaced over the range; the sweep between them interpolates
 MIN_RATIO = 16.0  # the range always reaches below the metrics' lowest budget point T1 = B_max / 8
 
 
@@ -47,18 +44,26 @@ class AgentBalanceMethod:
         # the experiment last seen, its budget range and the controller trained once for it (a sweep asks
         # for every setting on the same experiment; another experiment starts afresh)
         self._experiment: Experiment | None = None
+        self._points = 0  # the sweep's settings of that experiment: the training grid
         self._range: BudgetRange | None = None
         self._trained: TrainedController | None = None
 
     def settings(self, experiment: Experiment, points: int) -> list[str]:
         if points < 1:
             raise AgentBalanceError(f"--points must be at least 1, got {points}")
-        ratio = self._budget_range(experiment).ratio
-        return [f"scale={s:.4g}" for s in np.geomspace(1 / ratio, 1.0, points)]
+        self._focus(experiment)
+        if points != self._points:
+            self._points, self._range, self._trained = points, None, None
+        budget_range = self._budget_range(experiment)
+        # the settings are the training grid (its scales, printed as settings): a setting between two grid
+        # budgets would be served by an interpolated condition, a hybrid of two budgets' MASes that neither
+        # budget chose on validation
+        return [f"scale={s:.4g}" for s in budget_range.scales()[:points]]
 
     def _budget_range(self, experiment: Experiment) -> BudgetRange:
         """From the cheapest kept backbone alone to the base MAS, on validation, each axis over its own
-        span (Tok often spans 100x more than Lat): the low end of the range is that backbone alone."""
+        span (Tok often spans 100x more than Lat): the low end of the range is that backbone alone. Its
+        grid has one budget per setting of the sweep (at least two: a range needs both ends)."""
         self._focus(experiment)
         if self._range is None:
             val = experiment.splits.val
@@ -67,7 +72,8 @@ class AgentBalanceMethod:
             tok_ratio, lat_ratio = (max(base.tok / alone.tok, 2.0), max(base.lat / alone.lat, 2.0))
             ratio = max(MIN_RATIO, tok_ratio, lat_ratio)
             exponents = (math.log(tok_ratio) / math.log(ratio), math.log(lat_ratio) / math.log(ratio))
-            self._range = BudgetRange(Budget(base.tok, base.lat), ratio, GRID_STEPS, exponents=exponents)
+            steps = max(2, self._points)
+            self._range = BudgetRange(Budget(base.tok, base.lat), ratio, steps, exponents=exponents)
         return self._range
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:

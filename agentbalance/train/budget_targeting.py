@@ -98,6 +98,13 @@ class Snapshot:
     key: tuple[int, float]  # (targets met, mean score): the ranking before calibration
     state: dict[str, torch.Tensor]
     evaluations: list[Evaluation]
+    # the anchored start's evaluations with its cost measured on the training and validation questions,
+    # which the final choice judges it by (`anchor.judged_with_known_cost`); None: `evaluations`
+    judged: list[Evaluation] | None = None
+
+    def judged_evaluations(self) -> list[Evaluation]:
+        """What the final choice ranks this candidate by, at each target."""
+        return self.judged if self.judged is not None else self.evaluations
 
     def behaviour(self) -> tuple[tuple[float, float], ...]:
         """What the candidate's greedy policy did on validation: equal behaviours calibrate alike."""
@@ -190,7 +197,9 @@ def calibrate_candidates(
         if is_anchored(snapshot):
             # the templates as imitated: calibrating delta would turn them into a mixture whose cost
             # validation cannot vouch for (a few queries more or less in a costly pool on test)
-            sweeps = [{run.deltas[target]: e} for target, e in enumerate(snapshot.evaluations)]
+            # (an epoch that behaves like it is judged like it: by the anchored start's measured cost)
+            assert anchored is not None
+            sweeps = [{run.deltas[target]: e} for target, e in enumerate(anchored.judged_evaluations())]
         else:
             sweeps = [sweep_delta(run, val, snapshot.evaluations[target], target) for target in targets]
         results = [best_delta(run, sweep, target) for target, sweep in enumerate(sweeps)]
