@@ -128,10 +128,10 @@ def judged_with_known_cost(run: TrainingRun, on_val: Evaluation, known: Sequence
     validation questions.
 
     Its templates were chosen as fitting on both splits, and it learned nothing from either, so both tell
-    its cost; validation alone (a quarter of the questions) gives a wider upper bound, which put an
-    anchored start that fits over a budget (gsm8k-reasoning-dev, 70 validation questions: Lat over at one
-    grid budget) and let any trained policy whose delta sweep found a fitting setting win on the count
-    of budgets met, whatever its Perf."""
+    its cost; validation alone (fewer questions) gives a wider upper bound, which put an anchored start
+    that fits over budgets (gsm8k-reasoning-dev, 70 validation questions: over at 2 to 3 of 8 grid
+    budgets) and let any trained policy whose delta sweep found a fitting setting win on the count of
+    budgets met, whatever its Perf."""
     cost = run.evaluate(known, target)
     return replace(on_val, tok=cost.tok, lat=cost.lat, tok_upper=cost.tok_upper, lat_upper=cost.lat_upper)
 
