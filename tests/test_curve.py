@@ -44,7 +44,8 @@ def test_a_sweep_writes_points_summary_and_plots(sweep: Path) -> None:
     points = rows_of(sweep / "curve.csv")
     assert list(points[0]) == ["method", "setting", "perf", "tok", "lat", "n"]
     methods = [row["method"] for row in points]
-    assert methods.count("base") == 1 and methods.count("agentbalance") == 3 and methods.count("star") >= 3
+    assert methods.count("base") == 1 and methods.count("agentbalance") == 6 and methods.count("star") >= 3
+    assert sum(row["setting"].startswith("tok:") for row in points) == 3  # agentbalance: --points per axis
     assert methods.count("single") == CATALOG_SIZE  # every backbone alone, not only the Pareto-kept ones
     for row in points:
         assert 0 <= float(row["perf"]) <= 1 and float(row["tok"]) > 0 and float(row["lat"]) > 0
@@ -134,6 +135,22 @@ def test_the_summary_scores_each_method_against_the_base_mas() -> None:
     with pytest.raises(AgentBalanceError, match="no 'single' rows"):
         summarise_curve([*rows[:1], CurveRow("star", "cheap", 0.7, 2.0, 20.0, 10)], ["star"])
     json.dumps(row)  # plain numbers, ready for --json
+
+
+def test_a_point_built_for_one_axis_counts_on_that_axis_curve_only() -> None:
+    """agentbalance's Tok curve is its Tok-budget controller's points: a point built for a Lat budget (Tok
+    free, so it may be dear) must not lift or fill its Tok curve, and the reverse."""
+    rows = [
+        CurveRow("base", "complete", 0.8, 8.0, 80.0, 10),
+        CurveRow("single", "cheap", 0.6, 1.0, 10.0, 10),
+        CurveRow("ours", "tok:scale=0.125", 0.7, 1.0, 70.0, 10),
+        CurveRow("ours", "lat:scale=0.125", 0.9, 7.0, 10.0, 10),
+    ]
+    (row,) = summarise_curve(rows, ["ours"])
+    assert row["P@T4"] == pytest.approx(0.7)  # without the Lat point's 0.9 at Tok 7
+    assert row["P@L1"] == pytest.approx(0.9)  # L1 = 10: the Lat point, not the Tok point at Lat 70
+    assert row["P@L4"] == pytest.approx(0.9)
+    assert CurveRow("single", "cheap", 0.6, 1.0, 10.0, 10).counts_on("tok")  # untagged: both curves
 
 
 def test_a_sweep_of_several_seeds_writes_each_seed_and_their_mean_min_max(seeds_sweep: Path) -> None:

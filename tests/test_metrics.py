@@ -89,7 +89,7 @@ def test_budget_points_are_eighth_quarter_half_and_all_of_b_max() -> None:
 def test_summary_row_has_the_summary_columns_for_both_axes() -> None:
     method = [Point(perf=0.6, tok=2, lat=10), Point(perf=0.4, tok=1, lat=30)]
     base = Point(perf=0.9, tok=4, lat=40)
-    row = summary_row(method, base, single_points=method)
+    row = summary_row(method, method, base, single_points=method)
     assert tuple(row) == SUMMARY_COLUMNS
     assert SUMMARY_COLUMNS[-2:] == GAIN_COLUMNS == ("gain_log_tok", "gain_log_lat")
     assert [row[f"P@T{k}"] for k in range(1, 5)] == pytest.approx([0.2, 0.4, 0.6, 0.6])
@@ -100,7 +100,7 @@ def test_summary_row_has_the_summary_columns_for_both_axes() -> None:
 
 
 def test_summary_row_of_a_method_without_points_has_no_nan() -> None:
-    row = summary_row([], Point(perf=0.8, tok=1, lat=1), single_points=[])
+    row = summary_row([], [], Point(perf=0.8, tok=1, lat=1), single_points=[])
     assert all(math.isfinite(value) for value in row.values())
     assert row["P@T1"] == 0 and row["AUC_lat"] == pytest.approx(0.4)
     assert row["gain_log_tok"] == 0  # no points against no reference: both frontiers are 0 everywhere
@@ -121,7 +121,7 @@ def test_gain_over_single_matches_a_hand_computed_example() -> None:
 def test_summary_row_gains_are_in_points_on_each_axis() -> None:
     single = [Point(perf=0.4, tok=1, lat=2), Point(perf=0.7, tok=4, lat=8)]
     method = [Point(perf=0.7, tok=2, lat=256)]
-    row = summary_row(method, Point(perf=0.9, tok=128, lat=256), single)
+    row = summary_row(method, method, Point(perf=0.9, tok=128, lat=256), single)
     assert row["gain_log_tok"] == pytest.approx(100 * 0.15 / 8)  # the hand-computed example above, on Tok
     # Lat: budgets 2, 4, ..., 256 (the fastest single LLM's 2 to the base MAS's 256); the reference
     # (0,0)-(2,.4)-(8,.7) gives .4, .5, then .7 six times; the method (0,0)-(256,.7) gives .7 * B / 256
@@ -205,5 +205,5 @@ def test_frontier_is_concave_non_decreasing_and_above_every_point(
 def test_the_single_llm_gains_nothing_over_itself(single: list, base_budget: float) -> None:
     assert gain_over_single(single, single, base_budget) == 0
     points = [Point(perf=p, tok=b, lat=b + 1) for b, p in single]
-    row = summary_row(points, Point(perf=0.9, tok=base_budget, lat=base_budget + 1), points)
+    row = summary_row(points, points, Point(perf=0.9, tok=base_budget, lat=base_budget + 1), points)
     assert row["gain_log_tok"] == 0 and row["gain_log_lat"] == 0

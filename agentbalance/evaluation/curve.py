@@ -29,6 +29,7 @@ import numpy as np
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.fixed import base_mas
 from agentbalance.evaluation.curve_files import (
+    AXES,
     SEED_STATISTICS,
     CurveRow,
     UnitTiming,
@@ -268,7 +269,7 @@ def _sweep(
         write_summary(folders[seed] / "summary.csv", summaries[seed])
         base_row = next(r for r in rows[seed] if r.method == BASE_METHOD)
         title = sweep.spec.world if seeds is None else f"{sweep.spec.world}, seed {seed}"
-        for axis in ("tok", "lat"):
+        for axis in AXES:
             plot_curves(rows[seed], sweep.methods, base_row, axis, folders[seed] / f"curve-{axis}.png", title=title)
     summary = summaries[seed_list[0]] if seeds is None else seed_summary(summaries, sweep.methods)
     if seeds is not None:
@@ -310,7 +311,8 @@ def _remote_unit(sweep: Sweep, unit: Unit) -> UnitResult:
 
 def summarise_curve(rows: Sequence[CurveRow], methods: Sequence[str]) -> list[dict[str, object]]:
     """One summary row per method: P@T1..4, AUC_tok, P@L1..4, AUC_lat against the base MAS, and
-    gain_log_tok, gain_log_lat against the single-LLM rows (metrics.py)."""
+    gain_log_tok, gain_log_lat against the single-LLM rows (metrics.py); each curve from the method's
+    points that count on its axis (`CurveRow.counts_on`)."""
     base = next((r for r in rows if r.method == BASE_METHOD), None)
     if base is None:
         raise AgentBalanceError("the sweep has no base MAS row; the metrics need it")
@@ -319,8 +321,8 @@ def summarise_curve(rows: Sequence[CurveRow], methods: Sequence[str]) -> list[di
         raise AgentBalanceError(f"the sweep has no {REFERENCE_METHOD!r} rows; the gain metrics need them as reference")
     summary = []
     for name in methods:
-        method_points = [r.point for r in rows if r.method == name]
-        summary.append({"method": name, **summary_row(method_points, base.point, single_points)})
+        tok_points, lat_points = ([r.point for r in rows if r.method == name and r.counts_on(axis)] for axis in AXES)
+        summary.append({"method": name, **summary_row(tok_points, lat_points, base.point, single_points)})
     return summary
 
 

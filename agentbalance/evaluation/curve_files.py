@@ -21,6 +21,7 @@ from agentbalance.files import atomic_write
 CURVE_COLUMNS = ("method", "setting", "perf", "tok", "lat", "n")
 TIMING_COLUMNS = ("seed", "method", "points", "measured", "seconds")
 SEED_STATISTICS = ("mean", "min", "max")  # the rows after a method's per-seed rows in a multi-seed summary
+AXES = ("tok", "lat")  # a setting "tok:..." or "lat:..." is a point of that axis's curve only
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,13 @@ class CurveRow:
     @property
     def point(self) -> Point:
         return Point(self.perf, self.tok, self.lat)
+
+    def counts_on(self, axis: str) -> bool:
+        """Whether this point belongs to the Tok (axis "tok") or Lat ("lat") curve: every point does, but
+        one whose setting names an axis ("tok:scale=0.25": built for a Tok budget with Lat free) belongs to
+        that axis's curve only."""
+        named = self.setting.split(":", 1)[0] if ":" in self.setting else None
+        return named not in AXES or named == axis
 
 
 @dataclass(frozen=True)

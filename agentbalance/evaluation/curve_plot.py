@@ -16,12 +16,12 @@ from agentbalance.plots import save_figure
 
 
 def plot_curves(rows: Sequence[Any], methods: Sequence[str], base: Any, axis: str, path: Path, title: str = "") -> None:
-    """Perf against Tok (axis="tok") or Lat ("lat"): every measured point, each method's frontier
+    """Perf against Tok (axis="tok") or Lat ("lat"): every point of that axis's curve, each method's frontier
     (the convexified envelope the metrics use), the base MAS as a star and the P@ budget points."""
     figure, axes = plt.subplots(figsize=(8, 5.5))
     palette = plt.get_cmap("tab20")
     for index, method in enumerate(methods):
-        points = [(getattr(r, axis), r.perf) for r in rows if r.method == method]
+        points = [(getattr(r, axis), r.perf) for r in rows if r.method == method and r.counts_on(axis)]
         if not points:
             continue
         colour = palette(index % 20)

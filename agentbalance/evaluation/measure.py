@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from agentbalance.budgets import Budget
+from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.policy.condition import budget_condition
@@ -143,8 +144,12 @@ def evaluate_policy(
     return summarise(*policy_outcomes(controller, experiment, queries, budget, delta), z)
 
 
-def cheapest_mas(experiment: Experiment) -> MAS:
-    """The cheapest point the experiment reaches: the decision agent alone on the cheapest kept backbone."""
+def cheapest_mas(experiment: Experiment, axis: str = "tok") -> MAS:
+    """The cheapest point the experiment reaches on one cost axis: the decision agent alone on the kept
+    backbone of the lowest TokCost (axis "tok") or the lowest latency ("lat")."""
     context = experiment.context
-    cheapest = context.backbone_names[int(torch.argmin(context.backbone_tok_cost))]
+    costs = {"tok": context.backbone_tok_cost, "lat": context.backbone_latency_s}
+    if axis not in costs:
+        raise AgentBalanceError(f"unknown cost axis {axis!r}; known: tok, lat")
+    cheapest = context.backbone_names[int(torch.argmin(costs[axis]))]
     return MAS.single(experiment.roles.decision.name, cheapest)

@@ -157,11 +157,14 @@ def gain_over_single(
     return 100 * float(np.mean([method.at(budget) - single.at(budget) for budget in budgets]))
 
 
-def summary_row(method_points: Sequence[Point], base_point: Point, single_points: Sequence[Point]) -> dict[str, float]:
-    """One summary.csv row (without the method name): P@T1..4, AUC_tok, P@L1..4, AUC_lat (perfs in [0, 1]),
-    then gain_log_tok, gain_log_lat (points) against the single-LLM points `single_points`."""
+def summary_row(
+    tok_points: Sequence[Point], lat_points: Sequence[Point], base_point: Point, single_points: Sequence[Point]
+) -> dict[str, float]:
+    """One summary.csv row (without the method name): P@T1..4, AUC_tok from the method's Tok-curve points,
+    P@L1..4, AUC_lat from its Lat-curve points (perfs in [0, 1]), then gain_log_tok, gain_log_lat (points)
+    against the single-LLM points `single_points`. Most methods give the same points to both curves."""
     row: dict[str, float] = {}
-    for axis, label in (("tok", "T"), ("lat", "L")):
+    for axis, label, method_points in (("tok", "T", tok_points), ("lat", "L", lat_points)):
         pairs = [(getattr(point, axis), point.perf) for point in method_points]
         curve = frontier(pairs)
         base_budget = getattr(base_point, axis)

@@ -1,8 +1,12 @@
-"""agentbalance itself as a compared method: one budget-conditioned controller, swept at inference.
+"""agentbalance itself as a compared method: a budget-conditioned controller per cost axis, swept at inference.
 
-The budget range is measured on the validation split (never test): from the cheapest point the catalog
-reaches (its cheapest kept backbone alone) up to the base MAS's cost, which is where the metrics' budget
-axis ends. The controller trains once for that range, its grid budgets being the sweep's settings, and
+A user with a Tok budget runs `build --budget-tok X` (Lat free), so the Tok curve is served by a controller
+trained for Tok budgets alone and the Lat curve by one trained for Lat budgets alone: budgets on both axes
+at once would let the tighter axis decide (at the low end of a joint range only the fastest backbone fits
+the Lat budget, whatever its accuracy). Each range is measured on the validation split (never test): from
+the cheapest point of its axis (the cheapest, or the fastest, kept backbone alone) up to the base MAS's
+cost on it, where the metrics' budget axis ends. Each controller trains once for its range, its grid
+budgets being the sweep's settings ("tok:scale=S", "lat:scale=S", points of that axis's curve only), and
 each setting is served without retraining.
 """
 
@@ -16,6 +20,7 @@ from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Constructor
 from agentbalance.evaluation.baselines.fixed import base_mas
+from agentbalance.evaluation.curve_files import AXES
 from agentbalance.evaluation.measure import cheapest_mas, measure
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
@@ -27,7 +32,7 @@ from agentbalance.train.build import BuildSpec, train_on
 from agentbalance.train.config import TrainConfig
 from agentbalance.trained import TrainedController
 
-MIN_RATIO = 16.0  # the range always reaches below the metrics' lowest budget point T1 = B_max / 8
+MIN_RATIO = 2.0  # a range needs two distinct ends, even where the base MAS costs about its cheapest backbone
 
 
 class AgentBalanceMethod:
@@ -41,47 +46,50 @@ class AgentBalanceMethod:
             if ablation not in ABLATIONS:
                 raise AgentBalanceError(f"unknown ablation {ablation!r}; known: {', '.join(ABLATIONS)}")
             self.name = f"agentbalance-{ablation}"
-        # the experiment last seen, its budget range and the controller trained once for it (a sweep asks
-        # for every setting on the same experiment; another experiment starts afresh)
+        # the experiment last seen, and per axis its budget range and the controller trained once for it (a
+        # sweep asks for every setting on the same experiment; another experiment starts afresh)
         self._experiment: Experiment | None = None
-        self._points = 0  # the sweep's settings of that experiment: the training grid
-        self._range: BudgetRange | None = None
-        self._trained: TrainedController | None = None
+        self._points = 0  # the sweep's settings per axis of that experiment: each training grid
+        self._ranges: dict[str, BudgetRange] = {}
+        self._trained: dict[str, TrainedController] = {}
 
     def settings(self, experiment: Experiment, points: int) -> list[str]:
         if points < 1:
             raise AgentBalanceError(f"--points must be at least 1, got {points}")
         self._focus(experiment)
         if points != self._points:
-            self._points, self._range, self._trained = points, None, None
-        budget_range = self._budget_range(experiment)
-        # the settings are the training grid (its scales, printed as settings): a setting between two grid
+            self._points, self._ranges, self._trained = points, {}, {}
+        # the settings are each training grid (its scales, printed as settings): a setting between two grid
         # budgets would be served by an interpolated condition, a hybrid of two budgets' MASes that neither
         # budget chose on validation
-        return [f"scale={s:.4g}" for s in budget_range.scales()[:points]]
+        return [
+            f"{axis}:scale={scale:.4g}" for axis in AXES for scale in self._budget_range(experiment, axis).scales()[:points]
+        ]
 
-    def _budget_range(self, experiment: Experiment) -> BudgetRange:
-        """From the cheapest kept backbone alone to the base MAS, on validation, each axis over its own
-        span (Tok often spans 100x more than Lat): the low end of the range is that backbone alone. Its
-        grid has one budget per setting of the sweep (at least two: a range needs both ends)."""
+    def _budget_range(self, experiment: Experiment, axis: str) -> BudgetRange:
+        """On one axis, from its cheapest kept backbone alone to the base MAS, on validation (the other axis
+        free). Its grid has one budget per setting of the sweep (at least two: a range needs both ends)."""
         self._focus(experiment)
-        if self._range is None:
+        if axis not in self._ranges:
             val = experiment.splits.val
             base = measure(experiment, [base_mas(experiment)] * len(val), val)
-            alone = measure(experiment, [cheapest_mas(experiment)] * len(val), val)
-            tok_ratio, lat_ratio = (max(base.tok / alone.tok, 2.0), max(base.lat / alone.lat, 2.0))
-            ratio = max(MIN_RATIO, tok_ratio, lat_ratio)
-            exponents = (math.log(tok_ratio) / math.log(ratio), math.log(lat_ratio) / math.log(ratio))
-            steps = max(2, self._points)
-            self._range = BudgetRange(Budget(base.tok, base.lat), ratio, steps, exponents=exponents)
-        return self._range
+            alone = measure(experiment, [cheapest_mas(experiment, axis)] * len(val), val)
+            ratio = max(MIN_RATIO, getattr(base, axis) / getattr(alone, axis))
+            loosest = Budget(tok=base.tok) if axis == "tok" else Budget(lat=base.lat)
+            self._ranges[axis] = BudgetRange(loosest, ratio, max(2, self._points))
+        return self._ranges[axis]
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
+        axis, _, scale_text = setting.partition(":scale=")
         try:
-            scale = float(setting.removeprefix("scale="))
+            scale = float(scale_text)
         except ValueError:
-            raise AgentBalanceError(f"not an agentbalance setting: {setting!r} (expected scale=NUMBER)") from None
-        controller = self._controller(experiment)
+            scale = math.nan
+        if axis not in AXES or not math.isfinite(scale):
+            raise AgentBalanceError(
+                f"not an agentbalance setting: {setting!r} (expected tok:scale=NUMBER or lat:scale=NUMBER)"
+            )
+        controller = self._controller(experiment, axis)
         assert controller.budget_range is not None
         budget_range = controller.budget_range
         budget = budget_range.at(min(1.0, max(scale, 1 / budget_range.ratio)))  # a setting rounded just below
@@ -93,11 +101,11 @@ class AgentBalanceMethod:
 
     def _focus(self, experiment: Experiment) -> None:
         if experiment is not self._experiment:
-            self._experiment, self._range, self._trained = experiment, None, None
+            self._experiment, self._ranges, self._trained = experiment, {}, {}
 
-    def _controller(self, experiment: Experiment) -> TrainedController:
-        budget_range = self._budget_range(experiment)
-        if self._trained is None:
+    def _controller(self, experiment: Experiment, axis: str) -> TrainedController:
+        budget_range = self._budget_range(experiment, axis)
+        if axis not in self._trained:
             trained_on = _with_random_pools(experiment) if self.ablation == "random-pools" else experiment
             spec = BuildSpec(
                 budget=budget_range.loosest,
@@ -108,10 +116,10 @@ class AgentBalanceMethod:
             )
             controller, _, result = train_on(trained_on, spec)
             assert result.budget_range is not None
-            self._trained = TrainedController(
+            self._trained[axis] = TrainedController(
                 controller, experiment.roles, result.budget_range.loosest, result.budget_range, experiment.encoder
             )
-        return self._trained
+        return self._trained[axis]
 
 
 def _with_random_pools(experiment: Experiment) -> Experiment:
