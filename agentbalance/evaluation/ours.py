@@ -63,7 +63,9 @@ class AgentBalanceMethod:
         # budgets would be served by an interpolated condition, a hybrid of two budgets' MASes that neither
         # budget chose on validation
         return [
-            f"{axis}:scale={scale:.4g}" for axis in AXES for scale in self._budget_range(experiment, axis).scales()[:points]
+            f"{axis}:scale={scale:.4g}"
+            for axis in AXES
+            for scale in self._budget_range(experiment, axis).scales()[:points]
         ]
 
     def _budget_range(self, experiment: Experiment, axis: str) -> BudgetRange:
