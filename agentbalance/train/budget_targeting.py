@@ -156,7 +156,7 @@ def delta_range(run: TrainingRun, val: Sequence[Query], target: int = -1) -> tup
     with torch.no_grad():
         embeddings = run.embed(val)
         condition = budget_condition(run.targets[target], len(val))
-        base = controller.difficulty(embeddings) + selection.offset + selection.condition_offset(condition).squeeze(-1)
+        base = selection.effective_difficulty(controller.difficulty(embeddings), condition)
         thresholds = selection.thresholds()
     margin = 3 * selection.temperature
     return float(thresholds.min() - margin - base.max()), float(thresholds.max() + margin - base.min())

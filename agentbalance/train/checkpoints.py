@@ -21,7 +21,9 @@ from agentbalance.files import atomic_write
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.train.config import TrainResult
 
-CHECKPOINT_FORMAT = 3  # 2: results carry their validation score; 3: and whether they are the anchored start
+# 2: results carry their validation score; 3: and whether they are the anchored start; 4: the pool selection's
+# budget shift is a small network
+CHECKPOINT_FORMAT = 4
 
 
 @dataclasses.dataclass(frozen=True)

@@ -191,8 +191,8 @@ def load_controller(
     except Exception as error:  # a damaged file can fail torch.load in any way: each means "damaged"
         detail = (str(error).splitlines() or [type(error).__name__])[0][:160]
         raise AgentBalanceError(
-            f"{folder / 'controller.pt'}: cannot load the controller (damaged, or not a checkpoint of "
-            f"agentbalance build): {detail}"
+            f"{folder / 'controller.pt'}: cannot load the controller (damaged, built by another version, or "
+            f"not a checkpoint of agentbalance build: rebuild it): {detail}"
         ) from None
     controller.eval()
     return controller, config
