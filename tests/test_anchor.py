@@ -305,7 +305,9 @@ def test_training_keeps_pulling_towards_the_anchored_templates(small_experiment,
             return float(step.log_prob.mean())
 
         before = imitation_log_prob()
-        optimiser = torch.optim.Adam(trainer.controller.parameters(), lr=1e-2)
+        # small steps: the test is about the pull's direction; at training's 1e-2, after only 5 imitation
+        # steps, Adam overshoots back and forth on the long templates' topology and gating terms
+        optimiser = torch.optim.Adam(trainer.controller.parameters(), lr=1e-3)
         for _ in range(5):
             trainer._step(train[:16], optimiser, np.random.default_rng(0))
         return imitation_log_prob() - before
