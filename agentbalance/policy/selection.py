@@ -36,9 +36,9 @@ class PoolSelection(nn.Module):
         # per budget, a shift of delta and a log-scale of the difficulty, each linear in bumps over the log
         # budgets: the best MAS per budget need not decide on ever costlier pools (date-mot-dev: the cheapest
         # backbone alone, then another alone, then a pair of the other escalating to the first), which a shift
-        # linear in the log budget cannot follow and a small tanh network learned too slowly to imitate
-        # (300 imitation steps: 3 of 44 queries); the scale because at some budgets every query belongs in
-        # one pool, at others the hard ones go higher
+        # linear in the log budget cannot follow and a small tanh network learned too slowly to imitate (after
+        # 300 imitation steps, 3 of 44 validation queries at date-mot-dev's second budget); the scale because
+        # at some budgets every query belongs in one pool, at others the hard ones go higher
         first, last, spacing = BUMP_CENTRES
         self.register_buffer("bump_centres", torch.arange(first, last + spacing / 2, spacing), persistent=False)
         self.condition_head = nn.Linear(condition_dim * len(self.bump_centres), 2)

@@ -22,7 +22,7 @@ from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.train.config import TrainResult
 
 # 2: results carry their validation score; 3: and whether they are the anchored start; 4: the pool selection's
-# budget shift is a small network
+# budget input is bumps over the log budgets (a shift and a scale), not a linear shift
 CHECKPOINT_FORMAT = 4
 
 
