@@ -171,20 +171,29 @@ def test_a_mas_the_controller_cannot_construct_is_refused_with_the_reason(small_
 def test_the_anchored_start_is_the_best_template_that_fits_each_budget(
     small_experiment, template_outcomes, measured_templates, one_thread
 ) -> None:
+    """Per target the plan is the best fitting template, or a mixture of two that fits and beats it."""
     val = small_experiment.splits.val
     strongest = small_experiment.strongest_backbone()
     chain = measure(small_experiment, [topology_mas("chain", small_experiment.roles, strongest)] * len(val), val)
     budget_range = BudgetRange(Budget(chain.tok_upper * 1.2, chain.lat_upper * 1.2), ratio=1000, steps=3)
     trainer = _trainer(_replaying(small_experiment, template_outcomes), budget_range, TrainConfig())
-    imitated = trainer.anchor(small_experiment.splits.train, val)
-    expected = [_best_fitting_template(measured_templates, budget) for budget in budget_range.budgets()]
-    assert [_shape(mas) for mas in imitated] == [_shape(mas) for mas in expected]
-    assert len({_shape(mas) for mas in imitated}) > 1, "the range should span budgets that different templates fit best"
-    for target, (budget, template) in enumerate(zip(budget_range.budgets(), imitated, strict=True)):
+    plans = trainer.anchor(small_experiment.splits.train, val)
+    shapes = []
+    for target, (budget, plan) in enumerate(zip(budget_range.budgets(), plans, strict=True)):
+        expected = _best_fitting_template(measured_templates, budget)
+        if plan.mixed:
+            fitting = next(e for mas, e in measured_templates if mas is expected)
+            assert plan.measured.meets(budget) and plan.measured.perf > fitting.perf
+        else:
+            assert _shape(plan.easy) == _shape(expected)
+        shapes.append((_shape(plan.easy), _shape(plan.hard)))
         masses = trainer.controller.construct(
             small_experiment.embed(val), budget_condition(budget, len(val)), delta=trainer.deltas[target]
         )
-        assert all(_shape(mas) == _shape(template) for mas in masses)
+        # a mixture is imitated stage by stage: near its threshold a query may get a blend of the two
+        planned = [_shape(mas) in {_shape(plan.easy), _shape(plan.hard)} for mas in masses]
+        assert np.mean(planned) >= (0.75 if plan.mixed else 1.0)
+    assert len(set(shapes)) > 1, "the range should span budgets that different templates fit best"
 
 
 def test_templates_are_told_apart_on_the_training_questions_too(small_experiment, one_thread) -> None:
@@ -201,8 +210,55 @@ def test_templates_are_told_apart_on_the_training_questions_too(small_experiment
 
     trainer = _trainer(small_experiment, Budget(tok=1.0), TrainConfig(anchor_steps=1))  # the choice, not its imitation
     trainer.run.execute = lambda pairs: [outcome(mas, query) for mas, query in pairs]
-    imitated = trainer.anchor(small_experiment.splits.train, small_experiment.splits.val)
-    assert [_shape(mas) for mas in imitated] == [_shape(MAS.single(small_experiment.roles.decision.name, strong))]
+    plans = trainer.anchor(small_experiment.splits.train, small_experiment.splits.val)
+    assert [_shape(plan.easy) for plan in plans] == [_shape(MAS.single(small_experiment.roles.decision.name, strong))]
+    assert not plans[0].mixed
+
+
+def test_a_mixture_sends_the_hardest_queries_to_the_dearer_template(small_experiment, one_thread) -> None:
+    """The cheap backbone is right exactly on the queries the difficulty head ranks easier than the median,
+    the dear one on all, and the budget fits the dear one for barely two thirds of the queries: the plan is
+    a mixture of the two, it fits and beats both alone, and the imitated controller sends the queries above
+    its threshold to the dear backbone."""
+    cheap, dear = small_experiment.kept[0], small_experiment.kept[-1]
+    splits = small_experiment.splits
+    budget = Budget(tok=0.75)
+    trainer = _trainer(small_experiment, budget, TrainConfig())
+    trainer.pretrain_difficulty(splits.train)
+    questions = [*splits.train, *splits.val]
+    with torch.no_grad():
+        difficulty = dict(
+            zip(
+                (q.id for q in questions),
+                trainer.controller.difficulty(small_experiment.embed(questions)).tolist(),
+                strict=True,
+            )
+        )
+    median = float(np.median(list(difficulty.values())))
+
+    def outcome(mas: MAS, query: Query) -> Outcome:
+        backbones = {agent.backbone for agent in mas.agents}
+        if len(mas) == 1 and backbones == {dear}:
+            return Outcome("A", True, 0.01, 1.0, 1)  # 1.0 USD per 100 queries
+        if len(mas) == 1 and backbones == {cheap}:
+            return Outcome("A", difficulty[query.id] < median, 0.001, 1.0, 1)
+        return Outcome("B", False, 0.0001 * len(mas), 1.0, len(mas))  # every other template is cheap and wrong
+
+    trainer.run.execute = lambda pairs: [outcome(mas, query) for mas, query in pairs]
+    [plan] = trainer.anchor(splits.train, splits.val)
+    decision = small_experiment.roles.decision.name
+    assert plan.mixed
+    assert (_shape(plan.easy), _shape(plan.hard)) == (
+        _shape(MAS.single(decision, cheap)),
+        _shape(MAS.single(decision, dear)),
+    )
+    assert plan.measured.meets(budget) and plan.measured.perf > 0.75  # the cheap one alone: 0.5; the dear one: over
+    assert 0.4 <= plan.hard_share <= 0.75
+    val = splits.val
+    masses = trainer.controller.construct(small_experiment.embed(val), budget_condition(budget, len(val)))
+    sent_dear = [{agent.backbone for agent in mas.agents} == {dear} for mas in masses]
+    above = [difficulty[q.id] > plan.threshold for q in val]
+    assert np.mean(np.array(sent_dear) == np.array(above)) >= 0.9
 
 
 def test_the_anchored_start_is_judged_by_its_cost_on_the_questions_it_was_chosen_on(
@@ -300,7 +356,8 @@ def test_training_keeps_pulling_towards_the_anchored_templates(small_experiment,
 
         def imitation_log_prob() -> float:
             with torch.no_grad():
-                given = trainer.anchored.imitated.take(rows)
+                difficulty = torch.tensor([trainer.anchored.difficulty[q.id] for q in train])
+                given = trainer.anchored.imitated.decisions_for(difficulty, rows)
                 step = trainer.controller(small_experiment.embed(train), condition, "given", given)
             return float(step.log_prob.mean())
 

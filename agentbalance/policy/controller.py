@@ -7,8 +7,8 @@ anything.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 
 import torch
 from torch import nn
@@ -84,15 +84,28 @@ class Decisions:
 
     def take(self, rows: slice | torch.Tensor) -> Decisions:
         """The decisions of some queries of the batch (a slice or a tensor of row indices)."""
-        t = self.topology
+        return self._map(lambda tensor: tensor[rows])
+
+    def where(self, mask: torch.Tensor, other: Decisions) -> Decisions:
+        """Row by row, `other`'s decisions where `mask` [B] is true and these elsewhere (same batch size)."""
+        return self._map(lambda mine, theirs: torch.where(mask.view(-1, *[1] * (mine.dim() - 1)), theirs, mine), other)
+
+    def _map(self, function: Callable[..., torch.Tensor], *others: Decisions) -> Decisions:
+        """Apply `function` to each tensor of these decisions, with the same tensor of each of `others`."""
+        every = (self, *others)
+
+        def over(read: Callable[[Decisions], torch.Tensor]) -> torch.Tensor:
+            return function(*(read(decisions) for decisions in every))
+
+        topology = TopologyChoice(
+            *(over(lambda d, name=f.name: getattr(d.topology, name)) for f in fields(TopologyChoice))
+        )
         return Decisions(
-            self.pool[rows],
-            self.backbones[rows],
-            self.keep[rows],
-            TopologyChoice(
-                t.order[rows], t.hops[rows], t.edges[rows], t.log_prob[rows], t.entropy[rows], t.expected_length[rows]
-            ),
-            self.conditional[rows],
+            over(lambda d: d.pool),
+            over(lambda d: d.backbones),
+            over(lambda d: d.keep),
+            topology,
+            over(lambda d: d.conditional),
         )
 
 

@@ -2,6 +2,8 @@
 
 It must never measure a template on the test split nor imitate a MAS the controller cannot construct:
 templates are ranked on training and validation questions and cloned through `Controller.decisions_of`.
+Besides one template for every query, a target may imitate a mixture of two (`AnchorPlan`): the cheaper
+one for most queries, the dearer one for those the difficulty head ranks hardest.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from agentbalance.evaluation.measure import Evaluation, summarise
 from agentbalance.mas import MAS
 from agentbalance.policy.condition import conditions
 from agentbalance.policy.controller import Controller, Decisions
+from agentbalance.pooling import pareto_front
 from agentbalance.query import Query
+from agentbalance.runtime.execution import Outcome
 from agentbalance.templates import answerer_roles, cascade_backbones, cascade_mas, topology_mas
 from agentbalance.train.budget_targeting import Snapshot, budget_preference, budget_score
 from agentbalance.train.training_run import TrainingRun
@@ -28,21 +32,76 @@ from agentbalance.train.training_run import TrainingRun
 ANCHOR_TOPOLOGIES = ("chain", "star", "layered")
 
 
+# the shares of queries a mixture may send to its dearer template: every 5%, neither template alone
+MIXTURE_SHARES = tuple(k / 20 for k in range(1, 20))
+
+
+@dataclass(frozen=True)
+class AnchorPlan:
+    """What one target imitates: `easy` for every query whose difficulty is at most `threshold`, `hard`
+    for the others (one template alone: the same template twice and no threshold).
+
+    A mixture is what a single template cannot be: where the best fitting template leaves part of the
+    budget unspent and the next dearer one does not fit, sending only the hardest queries to the dearer
+    one spends it (the single-LLM frontier is exactly such a mix between two backbones, which one MAS
+    for every query stayed 2 to 7 points below at some budgets: routerbench-mbpp, mmlu-pro-dev)."""
+
+    easy: MAS
+    hard: MAS
+    measured: Evaluation  # on the training and validation questions (`mixtures` says how a mixture is split)
+    threshold: float = math.inf
+    hard_share: float = 0.0  # the share of the validation questions above the threshold
+
+    @property
+    def mixed(self) -> bool:
+        return math.isfinite(self.threshold)
+
+
+@dataclass(frozen=True)
+class ImitationTargets:
+    """The decisions each target's plan asks for, one row per target: those of `easy`, those of `hard`
+    and the difficulty threshold between them (+inf: `easy` alone)."""
+
+    easy: Decisions
+    hard: Decisions
+    thresholds: torch.Tensor  # [T]
+
+    @classmethod
+    def of(cls, controller: Controller, plans: Sequence[AnchorPlan]) -> ImitationTargets:
+        return cls(
+            controller.decisions_of([plan.easy for plan in plans]),
+            controller.decisions_of([plan.hard for plan in plans]),
+            torch.tensor([plan.threshold for plan in plans]),
+        )
+
+    def decisions_for(self, difficulty: torch.Tensor, targets: torch.Tensor) -> Decisions:
+        """Per query, the decisions its target's plan gives a query of that `difficulty` [B]."""
+        return self.easy.take(targets).where(difficulty > self.thresholds[targets], self.hard.take(targets))
+
+
 @dataclass(frozen=True)
 class AnchoredStart:
-    """What `anchor` cloned: the template per target, its decisions and the weights it left."""
+    """What `anchor` cloned: the plan per target, its decisions and the weights it left."""
 
-    templates: list[MAS]  # the template imitated per target (the user's budget last)
-    imitated: Decisions  # their decisions, one row per target
+    plans: list[AnchorPlan]  # the plan imitated per target (the user's budget last)
+    imitated: ImitationTargets  # their decisions
+    difficulty: dict[str, float]  # of each training query as the plans split them (the frozen head's)
     snapshot: Snapshot  # the weights after imitation with their validation results: always a final candidate
     margin: float  # one standard error of its validation Perf (x anchor_margin_z): what training must win by
 
     def imitation_log_prob(
-        self, controller: Controller, embeddings: torch.Tensor, condition: torch.Tensor, targets: Sequence[int]
+        self,
+        controller: Controller,
+        queries: Sequence[Query],
+        embeddings: torch.Tensor,
+        condition: torch.Tensor,
+        targets: Sequence[int],
     ) -> torch.Tensor:
-        """The mean exact log-probability of each query's target template under its target's `condition`:
-        the pull towards the anchored start that REINFORCE keeps while it trains."""
-        given = self.imitated.take(torch.as_tensor(targets))
+        """The mean exact log-probability of each training query's target plan under its target's
+        `condition`: the pull towards the anchored start that REINFORCE keeps while it trains. A query keeps
+        the side of a mixture it was imitated on, however training moves the difficulty head."""
+        difficulty = torch.tensor([self.difficulty[query.id] for query in queries])
+        given = self.imitated.decisions_for(difficulty, torch.as_tensor(targets))
         return controller(embeddings, condition, mode="given", given=given).log_prob.mean()
 
 
@@ -76,29 +135,76 @@ def constructible(run: TrainingRun, templates: Sequence[MAS]) -> list[MAS]:
     return [template for template, value in zip(templates, log_prob.tolist(), strict=True) if math.isfinite(value)]
 
 
-def best_fitting_templates(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> list[MAS]:
-    """Per target, the template of the best `budget_preference` on the training and validation questions."""
+def best_fitting_plans(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> list[AnchorPlan]:
+    """Per target, the plan of the best `budget_preference` on the training and validation questions: a
+    template alone, or a mixture of two (`mixtures`)."""
     templates = anchor_templates(run)
     # the templates learn nothing from the training split: measured on it too, they are told apart
     # by 3-4x the questions (validation alone often ranks two close backbones the wrong way round)
     measured = [*train, *val]
     outcomes = run.execute([(template, query) for template in templates for query in measured])
     n = len(measured)
-    evaluations = [
-        summarise([template] * n, outcomes[i * n : (i + 1) * n], run.config.confidence_z)
+    per_template = [outcomes[i * n : (i + 1) * n] for i in range(len(templates))]
+    alone = [
+        AnchorPlan(template, template, summarise([template] * n, per_template[i], run.config.confidence_z))
         for i, template in enumerate(templates)
     ]
+    candidates = alone + mixtures(run, templates, per_template, [plan.measured for plan in alone], len(train), val)
     penalties = run.config.fixed_penalties
 
-    def best_for(budget: Budget) -> MAS:
-        return templates[max(range(len(templates)), key=lambda i: budget_preference(evaluations[i], budget, penalties))]
+    def best_for(budget: Budget) -> AnchorPlan:
+        return max(candidates, key=lambda plan: budget_preference(plan.measured, budget, penalties))
 
     return [best_for(budget) for budget in run.targets]
 
 
+def mixtures(
+    run: TrainingRun,
+    templates: Sequence[MAS],
+    outcomes: Sequence[Sequence[Outcome]],
+    evaluations: Sequence[Evaluation],
+    train_count: int,
+    val: Sequence[Query],
+) -> list[AnchorPlan]:
+    """Every mixture of two Pareto-optimal templates (on Perf, Tok, Lat over the measured questions), the
+    dearer one for a share of `MIXTURE_SHARES` of the queries, with what it measures on the training
+    questions (the first `train_count` of each template's outcomes) and the validation questions `val`.
+
+    On validation the hardest share by the (frozen, pretrained) difficulty head goes to the dearer
+    template, and the threshold lies between the last query sent there and the next. On the training
+    questions the head was fitted to their labels, so its ranking there would flatter a mixture: they are
+    split at random (seeded by the run), which measures what a split by an uninformative head would give."""
+    frontier = np.flatnonzero(
+        pareto_front(*(np.array([getattr(e, axis) for e in evaluations]) for axis in ("perf", "tok", "lat")))
+    )
+    with torch.no_grad():
+        difficulty = run.controller.difficulty(run.embed(val)).numpy()
+    hardest_first = np.argsort(-difficulty, kind="stable")
+    train_order = np.random.default_rng(run.seed).permutation(train_count)
+    found = []
+    for easy in frontier:
+        for hard in frontier:
+            if evaluations[easy].tok >= evaluations[hard].tok:
+                continue
+            for share in MIXTURE_SHARES:
+                on_val = round(share * len(val))
+                if not 0 < on_val < len(val):
+                    continue
+                sent = np.zeros(train_count + len(val), dtype=bool)
+                sent[train_order[: round(share * train_count)]] = True
+                sent[train_count + hardest_first[:on_val]] = True
+                chosen = [hard if s else easy for s in sent]
+                mixed = [outcomes[t][j] for j, t in enumerate(chosen)]
+                threshold = float((difficulty[hardest_first[on_val - 1]] + difficulty[hardest_first[on_val]]) / 2)
+                measured = summarise([templates[t] for t in chosen], mixed, run.config.confidence_z)
+                found.append(AnchorPlan(templates[easy], templates[hard], measured, threshold, on_val / len(val)))
+    return found
+
+
 def anchor(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> AnchoredStart | None:
-    """An anchored start: imitate, under each target budget's condition, the best MAS template that fits
-    that budget on the training and validation questions (`best_fitting_templates`).
+    """An anchored start: imitate, under each target budget's condition, the best plan (a MAS template, or
+    a mixture of two by difficulty) that fits that budget on the training and validation questions
+    (`best_fitting_plans`).
 
     REINFORCE then starts from a policy that already meets the budget with a good Perf, and this
     start stays a candidate of the final choice on validation, so training replaces it only with
@@ -107,9 +213,11 @@ def anchor(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> An
     budget (fixed lambdas, the paper's mode) nothing fits or misses and nothing is imitated: None."""
     if all(budget.tok is None and budget.lat is None for budget in run.targets):
         return None
-    chosen = best_fitting_templates(run, train, val)
-    imitated = run.controller.decisions_of(chosen)
-    imitate(run, train, imitated)
+    plans = best_fitting_plans(run, train, val)
+    imitated = ImitationTargets.of(run.controller, plans)
+    with torch.no_grad():
+        difficulty = dict(zip((q.id for q in train), run.controller.difficulty(run.embed(train)).tolist(), strict=True))
+    imitate(run, train, imitated, difficulty)
     evaluations = [run.evaluate(val, target) for target in range(len(run.targets))]
     judged = [judged_with_known_cost(run, e, [*train, *val], target) for target, e in enumerate(evaluations)]
     snapshot = Snapshot(
@@ -119,7 +227,7 @@ def anchor(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> An
         judged,
     )
     margin = run.config.anchor_margin_z * float(np.mean([e.perf_standard_error() for e in evaluations]))
-    return AnchoredStart(chosen, imitated, snapshot, margin)
+    return AnchoredStart(plans, imitated, difficulty, snapshot, margin)
 
 
 def judged_with_known_cost(run: TrainingRun, on_val: Evaluation, known: Sequence[Query], target: int) -> Evaluation:
@@ -136,10 +244,10 @@ def judged_with_known_cost(run: TrainingRun, on_val: Evaluation, known: Sequence
     return replace(on_val, tok=cost.tok, lat=cost.lat, tok_upper=cost.tok_upper, lat_upper=cost.lat_upper)
 
 
-def imitate(run: TrainingRun, train: Sequence[Query], decisions_of_target: Decisions) -> None:
+def imitate(run: TrainingRun, train: Sequence[Query], imitated: ImitationTargets, difficulty: dict[str, float]) -> None:
     """Maximise the exact log-probability of each target's decisions under its condition, for every
     training query. The difficulty head stays frozen: its ranking is what delta calibration later
-    spends the budget with."""
+    spends the budget with, and what splits a mixture."""
     c, controller = run.config, run.controller
     generator = np.random.default_rng(run.seed)
     parameters = [p for n, p in controller.named_parameters() if not n.startswith("difficulty.")]
@@ -147,9 +255,10 @@ def imitate(run: TrainingRun, train: Sequence[Query], decisions_of_target: Decis
     for _ in range(c.anchor_steps):
         rows = generator.choice(len(train), size=min(c.batch_queries, len(train)), replace=False)
         targets = generator.integers(len(run.targets), size=len(rows))
-        given = decisions_of_target.take(torch.as_tensor(targets))
+        batch = [train[i] for i in rows]
+        given = imitated.decisions_for(torch.tensor([difficulty[q.id] for q in batch]), torch.as_tensor(targets))
         condition = conditions([run.targets[t] for t in targets])
-        step = controller(run.embed([train[i] for i in rows]), condition, mode="given", given=given)
+        step = controller(run.embed(batch), condition, mode="given", given=given)
         loss = -step.log_prob.mean()
         optimiser.zero_grad()
         loss.backward()

@@ -26,6 +26,7 @@ from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.policy.sampling import seeded
 from agentbalance.roles import RoleSet
 from agentbalance.splits import Splits
+from agentbalance.train.anchor import AnchorPlan
 from agentbalance.train.budget_targeting import selection_key
 from agentbalance.train.checkpoints import RestartCheckpoint, RestartCheckpoints
 from agentbalance.train.config import TrainConfig, TrainResult
@@ -165,8 +166,8 @@ def train_restart(
     on_stage(f"pretraining the difficulty estimator (run {restart + 1} of {spec.restarts})")
     trainer.pretrain_difficulty(splits.train)
     if spec.anchored and restart == 0:
-        templates = trainer.anchor(splits.train, splits.val)
-        imitated = ", ".join(dict.fromkeys(describe_template(mas) for mas in templates))
+        plans = trainer.anchor(splits.train, splits.val)
+        imitated = ", ".join(dict.fromkeys(describe_plan(plan) for plan in plans))
         if imitated:
             on_stage(f"run 1 starts from the best template that fits: {imitated}")
     on_stage(f"training (run {restart + 1} of {spec.restarts})")
@@ -221,6 +222,13 @@ def describe_template(mas: MAS) -> str:
     """A template in a few words, for the progress line: "qwen3-8b alone", "8 agents of depth 7 on qwen3-8b"."""
     backbones = ", ".join(dict.fromkeys(agent.backbone for agent in mas.agents))
     return f"{backbones} alone" if len(mas) == 1 else f"{len(mas)} agents of depth {mas.depth()} on {backbones}"
+
+
+def describe_plan(plan: AnchorPlan) -> str:
+    """A plan in a few words: a template's, or "qwen3-8b alone; the hardest 30% -> gpt-4o alone"."""
+    if not plan.mixed:
+        return describe_template(plan.easy)
+    return f"{describe_template(plan.easy)}; the hardest {plan.hard_share:.0%} -> {describe_template(plan.hard)}"
 
 
 def run_documents(

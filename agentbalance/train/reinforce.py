@@ -15,11 +15,10 @@ import numpy as np
 import torch
 
 from agentbalance.evaluation.measure import Evaluation, cheapest_mas, measure
-from agentbalance.mas import MAS
 from agentbalance.policy.condition import conditions
 from agentbalance.policy.controller import Controller
 from agentbalance.query import Query
-from agentbalance.train.anchor import AnchoredStart, anchor
+from agentbalance.train.anchor import AnchoredStart, AnchorPlan, anchor
 from agentbalance.train.budget_targeting import (
     Calibrated,
     DualAscent,
@@ -85,11 +84,11 @@ class Trainer:
         """Fit the difficulty head to the solve-rate labels of the training items (`difficulty_labels`)."""
         return pretrain(self.run, queries)
 
-    def anchor(self, train: Sequence[Query], val: Sequence[Query]) -> list[MAS]:
-        """Start from the best template that fits each target (`train.anchor.anchor`); returns the template
-        imitated per target (none without a budget)."""
+    def anchor(self, train: Sequence[Query], val: Sequence[Query]) -> list[AnchorPlan]:
+        """Start from the best plan that fits each target (`train.anchor.anchor`); returns the plan imitated
+        per target (none without a budget)."""
         self.anchored = anchor(self.run, train, val)
-        return self.anchored.templates if self.anchored is not None else []
+        return self.anchored.plans if self.anchored is not None else []
 
     def restore(self, checkpoint: RestartCheckpoint) -> TrainResult:
         """A finished run from its restart checkpoint instead of training: its weights, configuration
@@ -237,7 +236,7 @@ class Trainer:
         if self.anchored is not None and c.anchor_weight > 0:
             # keep imitating the anchored templates: one policy serves every target budget, and without this
             # pull a change that pays off at some budgets erases the template where it was the best choice
-            pull = self.anchored.imitation_log_prob(self.controller, query_embeddings, query_conditions, targets)
+            pull = self.anchored.imitation_log_prob(self.controller, batch, query_embeddings, query_conditions, targets)
             loss = loss - c.anchor_weight * pull
         optimiser_step(optimiser, loss, list(self.controller.parameters()))
         return mean_reward(reward)
