@@ -33,6 +33,12 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 # differences are ~1e-16 and vanish in the cast. Part of the cache key: vectors of the old float32
 # computation are never mixed with these.
 ENCODER_PRECISION = "float64"
+# A text longer than the encoder's window (256 word pieces for MiniLM) is embedded as the mean of its first
+# and its last window. Cut at the end, as sentence-transformers does, every question of a few-shot prompt
+# embedded as the same vector: the shared examples fill the window and the question, last, is lost
+# (routerbench-arc-challenge, routerbench-winograde: all of their questions; mmlu-pro-dev: 9%, their
+# choices lost), and the controller could not tell one query from another. Part of the cache key.
+LONG_TEXT_WINDOWS = "first+last"
 
 BENCHMARK_NAMES = {
     "mmlu": "MMLU",
@@ -192,7 +198,9 @@ class TextEncoder:
         return int(self.encode(["dimension probe"]).shape[1])
 
     def key(self, text: str) -> str:
-        return hashlib.sha256(f"{self.model_name}\0{ENCODER_PRECISION}\0{text}".encode()).hexdigest()
+        return hashlib.sha256(
+            f"{self.model_name}\0{ENCODER_PRECISION}\0{LONG_TEXT_WINDOWS}\0{text}".encode()
+        ).hexdigest()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed `texts` (n, dim); each distinct text is computed at most once per cache."""
@@ -203,17 +211,7 @@ class TextEncoder:
             missing = [key for key in missing if key not in self._memory]
         if missing:
             text_of = dict(zip(keys, texts, strict=True))
-            vectors = (
-                self._load()
-                .encode(
-                    [text_of[key] for key in missing],
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-                .astype(np.float32)
-            )
+            vectors = self._compute([text_of[key] for key in missing])
             fresh = dict(zip(missing, vectors, strict=True))
             self._memory.update(fresh)
             if self._disk is not None:
@@ -225,6 +223,32 @@ class TextEncoder:
             for key in list(itertools.islice(self._memory, max(0, len(self._memory) - self.memory_limit))):
                 del self._memory[key]  # dicts keep insertion order: the oldest first
         return embeddings
+
+    def _compute(self, texts: list[str]) -> np.ndarray:
+        """Embeddings of `texts` (L2-normalised float32); a text longer than the window is the normalised
+        mean of its first window and its last (`LONG_TEXT_WINDOWS`)."""
+        model = self._load()
+        vectors = self._run(model, texts)
+        lengths = [len(ids) for ids in model.tokenizer(texts, add_special_tokens=True, verbose=False)["input_ids"]]
+        long = [i for i, length in enumerate(lengths) if length > model.max_seq_length]
+        if long:
+            model.tokenizer.truncation_side = "left"  # this encoder's own model: restored below
+            try:
+                last_windows = self._run(model, [texts[i] for i in long])
+            finally:
+                model.tokenizer.truncation_side = "right"
+            both = vectors[long] + last_windows
+            vectors[long] = both / np.linalg.norm(both, axis=1, keepdims=True)
+        return vectors.astype(np.float32)
+
+    def _run(self, model: SentenceTransformer, texts: list[str]) -> np.ndarray:
+        return model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
 
     def encode_profiles(self, backbones: Sequence[Backbone]) -> np.ndarray:
         """(n_backbones, 3, dim): e_perf, e_ptp, e_type for each backbone."""

@@ -97,3 +97,23 @@ def test_a_memory_limit_keeps_the_newest_embeddings_and_every_answer_whole(offli
     assert len(bounded._memory) == 2 and set(bounded._memory) == {bounded.key(t) for t in texts[2:]}
     with pytest.raises(AgentBalanceError, match="memory_limit"):
         TextEncoder(use_disk_cache=False, memory_limit=0)
+
+
+def test_a_text_longer_than_the_window_is_told_apart_by_its_end(offline_encoder: TextEncoder) -> None:
+    """Few-shot prompts share their first window (the examples) and differ in the question, last: cut at
+    the window's end they were one vector, and the controller could not tell the queries apart. A short
+    text is embedded exactly as the model embeds it."""
+    model = offline_encoder._load()
+    examples = " ".join(f"Example {i}: the sky is blue, so the answer is (A)." for i in range(60))
+    assert len(model.tokenizer(examples)["input_ids"]) > model.max_seq_length
+    questions = [f"{examples} Question: {q}" for q in ("what is 2 + 2?", "who wrote Hamlet?", "where is Peru?")]
+    encoder = TextEncoder(use_disk_cache=False)
+    encoder._model = model
+    vectors = encoder.encode(questions)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert max(float(vectors[i] @ vectors[j]) for i in range(3) for j in range(i)) < 0.999
+    first_windows = model.encode(questions, normalize_embeddings=True)
+    assert np.allclose(first_windows[0], first_windows[1], atol=1e-6), "the model alone sees only the examples"
+    assert model.tokenizer.truncation_side == "right"
+    short = "What is the capital of France?"
+    assert np.allclose(encoder.encode([short])[0], model.encode([short], normalize_embeddings=True)[0], atol=1e-6)
