@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.query import Query
 from agentbalance.runtime.rollout import Outcome
 from agentbalance.templates import cascade_mas, topology_mas, vote_mas
+from agentbalance.train import anchor as anchor_module
 from agentbalance.train.anchor import ANCHOR_TOPOLOGIES, anchor_templates
 from agentbalance.train.budget_targeting import best_delta, budget_preference, selection_key, spend_slack, sweep_delta
 from agentbalance.train.build import BuildSpec, build, train_on
@@ -211,45 +213,53 @@ def test_templates_are_told_apart_on_the_training_questions_too(small_experiment
         steady = backbones == {strong} and sum(map(ord, query.id)) % 10 != 0  # right on ~90% everywhere
         return Outcome("A", lucky or steady, 0.0001 * len(mas), 1.0, len(mas))
 
-    trainer = _trainer(small_experiment, Budget(tok=1.0), TrainConfig(anchor_steps=1))  # the choice, not its imitation
+    trainer = _trainer(
+        small_experiment, Budget(tok=1.0), TrainConfig(anchor_steps=1, anchor_mixture_steps=1)
+    )  # the choice
     trainer.run.execute = lambda pairs: [outcome(mas, query) for mas, query in pairs]
     plans = trainer.anchor(small_experiment.splits.train, small_experiment.splits.val)
     assert [_shape(plan.easy) for plan in plans] == [_shape(MAS.single(small_experiment.roles.decision.name, strong))]
     assert not plans[0].mixed
 
 
-def test_a_mixture_sends_the_hardest_queries_to_the_dearer_template(small_experiment, one_thread) -> None:
-    """The cheap backbone is right exactly on the queries the difficulty head ranks easier than the median,
-    the dear one on all, and the budget fits the dear one for barely two thirds of the queries: the plan is
-    a mixture of the two, it fits and beats both alone, and the imitated controller sends the queries above
-    its threshold to the dear backbone."""
-    cheap, dear = small_experiment.kept[0], small_experiment.kept[-1]
-    splits = small_experiment.splits
-    budget = Budget(tok=0.75)
-    trainer = _trainer(small_experiment, budget, TrainConfig())
-    trainer.pretrain_difficulty(splits.train)
-    questions = [*splits.train, *splits.val]
-    with torch.no_grad():
-        difficulty = dict(
-            zip(
-                (q.id for q in questions),
-                trainer.controller.difficulty(small_experiment.embed(questions)).tolist(),
-                strict=True,
-            )
-        )
-    median = float(np.median(list(difficulty.values())))
+def _mixture_world(experiment: Experiment, config: TrainConfig, others_tok: float) -> tuple[Trainer, dict[str, float]]:
+    """A trainer, its difficulty head pretrained on the simulator, then on a world where the cheapest kept
+    backbone (0.1 USD per 100 queries) is right exactly on the queries that head ranks easier than the
+    median, the dearest (1.0) on all, and every other template is wrong at `others_tok`; and the head's
+    difficulty per question."""
+    cheap, dear = experiment.kept[0], experiment.kept[-1]
+    difficulty: dict[str, float] = {}  # empty while pretraining: the simulator answers
 
     def outcome(mas: MAS, query: Query) -> Outcome:
         backbones = {agent.backbone for agent in mas.agents}
         if len(mas) == 1 and backbones == {dear}:
-            return Outcome("A", True, 0.01, 1.0, 1)  # 1.0 USD per 100 queries
+            return Outcome("A", True, 0.01, 1.0, 1)
         if len(mas) == 1 and backbones == {cheap}:
             return Outcome("A", difficulty[query.id] < median, 0.001, 1.0, 1)
-        return Outcome("B", False, 0.0001 * len(mas), 1.0, len(mas))  # every other template is cheap and wrong
+        return Outcome("B", False, others_tok / 100 * len(mas), 1.0, len(mas))
 
-    trainer.run.execute = lambda pairs: [outcome(mas, query) for mas, query in pairs]
+    world = dataclasses.replace(experiment)
+    world.execute = lambda pairs: (  # type: ignore[method-assign]
+        [outcome(mas, query) for mas, query in pairs] if difficulty else experiment.execute(pairs)
+    )
+    trainer = _trainer(world, Budget(tok=0.75), config)
+    trainer.pretrain_difficulty(experiment.splits.train)
+    questions = [*experiment.splits.train, *experiment.splits.val]
+    with torch.no_grad():
+        values = trainer.controller.difficulty(experiment.embed(questions)).tolist()
+    median = float(np.median(values))
+    difficulty.update(zip((q.id for q in questions), values, strict=True))
+    return trainer, difficulty
+
+
+def test_a_mixture_sends_the_hardest_queries_to_the_dearer_template(small_experiment, one_thread) -> None:
+    """The budget (0.75) fits the dear backbone for barely two thirds of the queries and the cheap one is
+    right on half: the plan is a mixture of the two, it fits and beats both alone, and the imitated
+    controller sends the queries above its threshold to the dear backbone."""
+    trainer, difficulty = _mixture_world(small_experiment, TrainConfig(), others_tok=0.01)
+    splits, budget = small_experiment.splits, Budget(tok=0.75)
     [plan] = trainer.anchor(splits.train, splits.val)
-    decision = small_experiment.roles.decision.name
+    decision, cheap, dear = small_experiment.roles.decision.name, small_experiment.kept[0], small_experiment.kept[-1]
     assert plan.mixed
     assert (_shape(plan.easy), _shape(plan.hard)) == (
         _shape(MAS.single(decision, cheap)),
@@ -262,6 +272,29 @@ def test_a_mixture_sends_the_hardest_queries_to_the_dearer_template(small_experi
     sent_dear = [{agent.backbone for agent in mas.agents} == {dear} for mas in masses]
     above = [difficulty[q.id] > plan.threshold for q in val]
     assert np.mean(np.array(sent_dear) == np.array(above)) >= 0.9
+
+
+def test_a_mixture_not_built_within_the_budget_falls_back_to_the_best_template_alone(
+    small_experiment, one_thread, monkeypatch
+) -> None:
+    """An imitation that sends every query to a mixture's dear side (as a split learned badly would, in
+    part) builds over the budget the mixture met: the start imitates the best template that fits alone
+    (the cheap backbone) instead, and meets the budget."""
+    real_imitate = anchor_module.imitate
+
+    def everything_hard(run, train, imitated, difficulty) -> None:
+        mixed = torch.isfinite(imitated.thresholds)
+        thresholds = torch.where(mixed, torch.full_like(imitated.thresholds, -math.inf), imitated.thresholds)
+        real_imitate(run, train, dataclasses.replace(imitated, thresholds=thresholds), difficulty)
+
+    monkeypatch.setattr(anchor_module, "imitate", everything_hard)
+    trainer, _ = _mixture_world(small_experiment, TrainConfig(), others_tok=0.01)
+    splits, budget = small_experiment.splits, Budget(tok=0.75)
+    [plan] = trainer.anchor(splits.train, splits.val)
+    assert not plan.mixed
+    assert _shape(plan.easy) == _shape(MAS.single(small_experiment.roles.decision.name, small_experiment.kept[0]))
+    assert trainer.anchored is not None
+    assert trainer.anchored.snapshot.judged_evaluations()[0].meets(budget)
 
 
 def test_the_anchored_start_is_judged_by_its_cost_on_the_questions_it_was_chosen_on(
@@ -351,7 +384,9 @@ def test_training_keeps_pulling_towards_the_anchored_templates(small_experiment,
 
     def gain(weight: float) -> float:
         torch.manual_seed(0)
-        config = TrainConfig(anchor_steps=5, anchor_weight=weight, entropy_bonus=0.0, length_penalty=0.0)
+        config = TrainConfig(
+            anchor_steps=5, anchor_mixture_steps=5, anchor_weight=weight, entropy_bonus=0.0, length_penalty=0.0
+        )
         trainer = _trainer(_replaying(small_experiment, template_outcomes), budget_range, config)
         trainer.anchor(train, val)
         assert trainer.anchored is not None

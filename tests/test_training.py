@@ -137,7 +137,9 @@ def test_a_better_sample_is_made_more_likely() -> None:
     assert logits.grad[0] < logits.grad[2] and logits.grad[2] == logits.grad[3]  # the tied query: no signal
 
 
-SHORT = TrainConfig(epochs=1, pretrain_steps=20, anchor_steps=10, batch_queries=16, samples_per_query=2)
+SHORT = TrainConfig(
+    epochs=1, pretrain_steps=20, anchor_steps=10, anchor_mixture_steps=10, batch_queries=16, samples_per_query=2
+)
 
 
 def _weights_trained_after_global_draws(experiment: Experiment, global_seed: int) -> dict[str, torch.Tensor]:
