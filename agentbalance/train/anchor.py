@@ -202,6 +202,8 @@ def mixtures(
     found = []
     for share in MIXTURE_SHARES:
         sent = round(share * len(difficulty))
+        if not 0 < sent < len(difficulty):  # a handful of questions: no query, or every one, would be sent
+            continue
         threshold = float((hardest_first[sent - 1] + hardest_first[sent]) / 2)
         harder = difficulty > threshold
         answered_harder = harder.copy()  # whose answers count as the dearer template's
