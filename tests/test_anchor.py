@@ -274,12 +274,48 @@ def test_a_mixture_sends_the_hardest_queries_to_the_dearer_template(small_experi
     assert np.mean(np.array(sent_dear) == np.array(above)) >= 0.9
 
 
+def test_a_mixture_built_over_the_budget_is_planned_again_under_the_budget_tightened_by_the_overshoot(
+    small_experiment, one_thread, monkeypatch
+) -> None:
+    """The first imitation learns a split that sends a fifth of the queries more to the dear side (as a
+    threshold learned imprecisely would) and builds over the budget its mixture met: the target plans
+    again under the budget shrunk by that overshoot, a mixture sending fewer queries to the dear
+    backbone, and this one, built as planned, meets the budget."""
+    real_imitate = anchor_module.imitate
+    imitated_thresholds: list[list[float]] = []
+
+    def first_built_dearer(run, train, imitated, difficulty) -> None:
+        thresholds = imitated.thresholds
+        if not imitated_thresholds:
+            values = np.sort(np.array(list(difficulty.values())))
+            thresholds = torch.tensor(
+                [
+                    float(np.quantile(values, max(0.0, float(np.mean(values <= t)) - 0.2))) if math.isfinite(t) else t
+                    for t in thresholds.tolist()
+                ]
+            )
+        imitated_thresholds.append(imitated.thresholds.tolist())
+        real_imitate(run, train, dataclasses.replace(imitated, thresholds=thresholds), difficulty)
+
+    monkeypatch.setattr(anchor_module, "imitate", first_built_dearer)
+    trainer, _ = _mixture_world(small_experiment, TrainConfig(anchor_mixture_steps=400), others_tok=0.01)
+    splits, budget = small_experiment.splits, Budget(tok=0.75)
+    [plan] = trainer.anchor(splits.train, splits.val)
+    [[first], [second]] = imitated_thresholds  # imitated twice: the tightened plan was built within the budget
+    assert plan.mixed and math.isfinite(first)
+    assert second > first  # a higher threshold: fewer queries sent to the dear backbone
+    assert plan.threshold == second
+    assert trainer.anchored is not None
+    assert trainer.anchored.snapshot.judged_evaluations()[0].meets(budget)
+
+
 def test_a_mixture_not_built_within_the_budget_falls_back_to_the_best_template_alone(
     small_experiment, one_thread, monkeypatch
 ) -> None:
     """An imitation that sends every query to a mixture's dear side (as a split learned badly would, in
-    part) builds over the budget the mixture met: the start imitates the best template that fits alone
-    (the cheap backbone) instead, and meets the budget."""
+    part) builds over the budget the mixture met, and so does the mixture planned under the tightened
+    budget: the start imitates the best template that fits alone (the cheap backbone) instead, and meets
+    the budget."""
     real_imitate = anchor_module.imitate
 
     def everything_hard(run, train, imitated, difficulty) -> None:
