@@ -309,6 +309,15 @@ def test_a_mixture_built_over_the_budget_is_planned_again_under_the_budget_tight
     assert trainer.anchored.snapshot.judged_evaluations()[0].meets(budget)
 
 
+def test_the_tightened_budget_shrinks_each_axis_by_its_overshoot_and_only_where_built_dearer() -> None:
+    """Built 20% dearer on Tok than planned and cheaper on Lat: the Tok budget shrinks by 1/1.2, Lat stays."""
+    planned = Evaluation(perf=0.5, tok=0.9, lat=5.0, tok_upper=1.0, lat_upper=6.0, n=100)
+    built = dataclasses.replace(planned, tok_upper=1.2, lat_upper=5.5)
+    shrunk = anchor_module.tightened(Budget(tok=1.5, lat=8.0), planned, built)
+    assert (shrunk.tok, shrunk.lat) == (pytest.approx(1.25), 8.0)
+    assert anchor_module.tightened(Budget(tok=1.5), planned, planned) == Budget(tok=1.5)
+
+
 def test_a_mixture_not_built_within_the_budget_falls_back_to_the_best_template_alone(
     small_experiment, one_thread, monkeypatch
 ) -> None:

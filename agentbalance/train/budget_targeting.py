@@ -70,7 +70,7 @@ def budget_score(
 
 def selection_key(score: tuple[int, float], anchored: bool, margin: float) -> tuple[int, float]:
     """The one-standard-error rule of model selection: validation Perf is noisy (a few questions decide
-    between policies), so a trained policy replaces the anchored start (the best single backbone that
+    between policies), so a trained policy replaces the anchored start (the best plan that
     fits) only when it meets as many budgets and wins by more than `margin`."""
     return score if anchored else (score[0], score[1] - margin)
 

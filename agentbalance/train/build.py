@@ -44,7 +44,7 @@ class BuildSpec:
     train: TrainConfig = field(default_factory=TrainConfig)
     controller: ControllerConfig = field(default_factory=ControllerConfig)
     restarts: int = 3  # independent training runs; the best on validation is kept
-    anchored: bool = True  # the first restart starts from the best single backbone that fits (Trainer.anchor)
+    anchored: bool = True  # the first restart starts from the best plan that fits each budget (Trainer.anchor)
     budget_range: BudgetRange | None = None  # budget-conditioned: one controller for every budget of the range
 
     @property
