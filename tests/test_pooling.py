@@ -190,6 +190,31 @@ def test_a_dominated_backbone_with_complementary_errors_is_pooled_and_a_correlat
     assert complementary_backbones(alone, ["cheap", "strong"], questions, _same) == ["complement"]
 
 
+def test_two_dominated_backbones_that_pay_only_together_are_both_pooled() -> None:
+    questions = [Query(id=f"q{i}", question="?") for i in range(400)]
+    alone = {
+        "strong": _alone(range(280), 1.0, "s"),  # 70%, kept
+        "cheap": _alone([*range(100), *range(200, 260)], 0.1, "c"),  # 40%, kept
+        "y": _alone(range(200), 2.0, "y"),  # 50%: right only where strong is too
+        "x": _alone(range(200, 360), 2.0, "x"),  # 40%: right where strong and y disagree
+    }
+    # strong + y -> x: they agree (and are right) on 50%, x is right on 40% of the rest: 90% at cost 4
+    perf, _, _ = cascade_estimate(
+        alone["strong"], alone["y"], alone["x"], agreement(alone["strong"], alone["y"], questions, _same)
+    )
+    assert perf == pytest.approx(0.9)
+    # with the kept backbones, neither x nor y alone lifts the frontier (at most strong's 70% at its cost)
+    assert (
+        complementary_backbones({k: v for k, v in alone.items() if k != "y"}, ["strong", "cheap"], questions, _same)
+        == []
+    )
+    assert (
+        complementary_backbones({k: v for k, v in alone.items() if k != "x"}, ["strong", "cheap"], questions, _same)
+        == []
+    )
+    assert complementary_backbones(alone, ["strong", "cheap"], questions, _same) == ["x", "y"]
+
+
 def test_complements_join_the_pools_and_are_reported() -> None:
     catalog = make_catalog([(70.0, 3.0, 30.0), (50.0, 1.0, 8.0), (40.0, 2.0, 30.0)])
     plain = build_pools(catalog, k=2)

@@ -258,11 +258,14 @@ def anchor(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> An
     plans = [menu.best(budget) for budget in run.targets]
     imitated, evaluations, judged = imitate_and_judge(run, train, val, plans, difficulty)
     # a mixture is imitated stage by stage; where what was built misses a budget the mixture met, the target
-    # plans again under its budget tightened by the overshoot (routerbench-mbpp, seed 2: a 75% mix planned at
-    # 99% of its budget and built 8% dearer; falling back to the cheap template alone cost 13 points on
-    # test), and where that is built over budget too, falls back to its best template alone; each time
-    # every target is imitated afresh from the pretrained weights (one policy serves them all)
-    for tighten in (True, False):
+    # plans again under its budget tightened by the overshoot, compounded over up to `anchor_replans` rounds
+    # (routerbench-mbpp, seed 2: a 75% mix planned at 99% of its budget was built 5% dearer, and the mix
+    # re-planned under the tightened budget 10% dearer again; falling back to the cheap template alone
+    # after one round cost 14 points on validation), and where the last round is built over budget too,
+    # falls back to its best template alone; each round imitates every target afresh from the pretrained
+    # weights (one policy serves them all)
+    planned_under = list(run.targets)
+    for replan in range(run.config.anchor_replans + 1):
         missed = [
             target
             for target, (plan, budget) in enumerate(zip(plans, run.targets, strict=True))
@@ -270,10 +273,12 @@ def anchor(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> An
         ]
         if not missed:
             break
-        plans = [
-            fallback_plan(menu, run.targets[target], plan, judged[target], tighten) if target in missed else plan
-            for target, plan in enumerate(plans)
-        ]
+        for target in missed:
+            if replan < run.config.anchor_replans:
+                planned_under[target] = tightened(planned_under[target], plans[target].measured, judged[target])
+                plans[target] = menu.best(planned_under[target])
+            else:
+                plans[target] = menu.best(run.targets[target], with_mixtures=False)
         run.controller.load_state_dict(before)
         imitated, evaluations, judged = imitate_and_judge(run, train, val, plans, difficulty)
     snapshot = Snapshot(
@@ -284,14 +289,6 @@ def anchor(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> An
     )
     margin = run.config.anchor_margin_z * float(np.mean([e.perf_standard_error() for e in evaluations]))
     return AnchoredStart(plans, imitated, difficulty, snapshot, margin)
-
-
-def fallback_plan(menu: PlanMenu, budget: Budget, plan: AnchorPlan, built: Evaluation, tighten: bool) -> AnchorPlan:
-    """What a target imitates instead of a mixture `plan` that was `built` over `budget`: the best plan under
-    the budget tightened by that overshoot, or (`tighten` False) the best template alone."""
-    if tighten:
-        return menu.best(tightened(budget, plan.measured, built))
-    return menu.best(budget, with_mixtures=False)
 
 
 def imitate_and_judge(

@@ -31,6 +31,7 @@ class TrainConfig(PolicyGradientConfig):
     # ... when a plan mixes two templates: each stage must learn the same split (routerbench-arc-challenge,
     # seed 0: after 300 steps 147 of 200 validation questions built as planned, after 1000 steps 181 to 194)
     anchor_mixture_steps: int = 1000
+    anchor_replans: int = 3  # a mixture built over its budget is planned again under a tighter one, at most this often
     anchor_learning_rate: float = 1e-2
     anchor_margin_z: float = 1.0  # a trained policy replaces the anchored start if it wins by this many SEs
     slack_z: float = 1.0  # delta spends the budget: the most generous one within this many SEs of the best Perf
