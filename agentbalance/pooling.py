@@ -227,7 +227,8 @@ def complementary_backbones(
     beside gemini-1.5-flash-002 lift the frontier by 2 to 3 points, while either one with the kept backbones
     lifts it by about one standard error, so a rule that adds one backbone at a time misses both."""
     agreements: dict[tuple[str, str], np.ndarray] = {}  # per answerer pair: each is met by many escalations
-    points: dict[tuple[str, ...], tuple[float, float]] = {}
+    points: dict[tuple[str, ...], tuple[float, float]] = {}  # (Perf, cost) of each system, measured once
+    margins: dict[tuple[str, ...], float] = {}  # `z` standard errors of each system's Perf
 
     def point(mas: tuple[str, ...]) -> tuple[float, float]:
         if mas not in points:
@@ -242,6 +243,8 @@ def complementary_backbones(
                     alone[first], alone[second], alone[escalation], agreements[(first, second)]
                 )
                 points[mas] = perf, cost
+            perf = points[mas][0]
+            margins[mas] = z * float(np.sqrt(max(perf * (1 - perf), 1e-12) / max(len(questions), 1)))
         return points[mas]
 
     def systems(names: Sequence[str]) -> list[tuple[str, ...]]:
@@ -261,13 +264,12 @@ def complementary_backbones(
             if all(name in chosen for name in mas):
                 continue
             perf, cost = point(mas)
-            standard_error = float(np.sqrt(max(perf * (1 - perf), 1e-12) / max(len(questions), 1)))
-            lift = perf - frontier.best_within(cost) - z * standard_error
+            lift = perf - frontier.best_within(cost) - margins[mas]
             if lift > best_lift:
                 best_lift, best_mas = lift, mas
         if best_mas is None:
             break
-        joining = sorted(dict.fromkeys(name for name in best_mas if name not in chosen))
+        joining = sorted({name for name in best_mas if name not in chosen})
         complements += joining
         chosen += joining
         candidates = [name for name in candidates if name not in joining]
