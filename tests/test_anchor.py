@@ -312,6 +312,37 @@ def test_a_mixture_built_over_the_budget_is_planned_again_under_the_budget_tight
     assert trainer.anchored.snapshot.judged_evaluations()[0].meets(budget)
 
 
+@pytest.mark.parametrize("faithful_rounds", [0, 30])
+def test_imitation_goes_on_until_every_target_is_built_as_planned(
+    small_experiment, template_outcomes, one_thread, monkeypatch, faithful_rounds: int
+) -> None:
+    """Three steps of imitation per round are too few to learn a chain on the strongest backbone for every
+    training query: without more rounds the policy builds something else for some of them; with them it
+    goes on, round by round, until the chain is built for at least `anchor_faithful_share` of them, and
+    no further."""
+    shares: list[float] = []  # after each round of steps
+    real_steps = anchor_module.imitation_steps
+    chain = topology_mas("chain", small_experiment.roles, small_experiment.strongest_backbone())
+    config = TrainConfig(anchor_steps=3, anchor_faithful_rounds=faithful_rounds, anchor_faithful_share=0.95)
+    trainer = _trainer(_replaying(small_experiment, template_outcomes), Budget(tok=100.0), config)
+    plan = anchor_module.AnchorPlan(chain, chain, measure(small_experiment, [chain], small_experiment.splits.val[:1]))
+    imitated = anchor_module.ImitationTargets.of(trainer.controller, [plan])
+    train = small_experiment.splits.train
+    difficulty = {q.id: 0.0 for q in train}
+
+    def measured_after(*args, **kwargs) -> None:
+        real_steps(*args, **kwargs)
+        shares.extend(anchor_module.built_as_planned(trainer.run, train, imitated, difficulty))
+
+    monkeypatch.setattr(anchor_module, "imitation_steps", measured_after)
+    anchor_module.imitate(trainer.run, train, imitated, difficulty)
+    if faithful_rounds == 0:
+        assert len(shares) == 1 and shares[0] < 0.95
+    else:
+        assert 1 < len(shares) < faithful_rounds + 1, shares
+        assert max(shares[:-1]) < 0.95 <= shares[-1]  # stopped at the first round built as planned
+
+
 def test_the_tightened_budget_shrinks_each_axis_by_its_overshoot_and_only_where_built_dearer() -> None:
     """Built 20% dearer on Tok than planned and cheaper on Lat: the Tok budget shrinks by 1/1.2, Lat stays."""
     planned = Evaluation(perf=0.5, tok=0.9, lat=5.0, tok_upper=1.0, lat_upper=6.0, n=100)

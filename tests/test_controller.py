@@ -9,6 +9,7 @@ import torch
 
 from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
 from agentbalance.policy.controller import Controller, ControllerConfig, Decisions, Step
+from agentbalance.policy.representation import AgentRepresentation
 from agentbalance.policy.topology import TopologyChoice
 
 EMBED = 16
@@ -194,3 +195,19 @@ def test_a_pool_cap_gives_finite_gradients() -> None:
     step = controller(torch.randn(32, EMBED), mode="sample", generator=torch.Generator().manual_seed(7))
     (-(step.log_prob + step.entropy).mean()).backward()
     assert all(torch.isfinite(p.grad).all() for p in controller.parameters() if p.grad is not None)
+
+
+def test_the_agent_representation_stays_on_one_scale_however_large_its_inputs_grow() -> None:
+    """The topology's edge scorer is bilinear in the agent representation, so imitating sharp edges pushes
+    its inputs (backbone vectors, role projections) to grow; gating and escalation read the same vectors and
+    saturate if it follows (every gating unit dead, cascades built as one backbone). Normalised, each agent's
+    vector keeps a root mean square of about 1 (the norm's initial gain) at any input scale, and still
+    depends on its inputs."""
+    generator = torch.Generator().manual_seed(0)
+    representation = AgentRepresentation(embed_dim=8, hidden=16)
+    roles, queries = torch.randn(3, 8, generator=generator), torch.randn(2, 8, generator=generator)
+    backbones = torch.randn(2, 3, 16, generator=generator)
+    for scale in (1.0, 1e3):
+        agents = representation(roles * scale, queries * scale, backbones * scale)
+        assert torch.allclose(agents.pow(2).mean(-1).sqrt(), torch.ones(2, 3), atol=1e-3)
+    assert not torch.allclose(representation(roles, queries, backbones), representation(roles, queries, -backbones))

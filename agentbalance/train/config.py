@@ -31,6 +31,9 @@ class TrainConfig(PolicyGradientConfig):
     # ... when a plan mixes two templates: each stage must learn the same split (routerbench-arc-challenge,
     # seed 0: after 300 steps 147 of 200 validation questions built as planned, after 1000 steps 181 to 194)
     anchor_mixture_steps: int = 1000
+    anchor_max_passes: float = 60.0  # ... at most this many passes over the (query, target) pairs a round
+    anchor_faithful_share: float = 0.95  # imitation goes on while a target is built as planned on fewer queries
+    anchor_faithful_rounds: int = 2  # ... for at most this many more rounds of its steps
     anchor_replans: int = 3  # a mixture built over its budget is planned again under a tighter one, at most this often
     anchor_learning_rate: float = 1e-2
     anchor_margin_z: float = 1.0  # a trained policy replaces the anchored start if it wins by this many SEs
