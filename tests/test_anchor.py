@@ -312,6 +312,17 @@ def test_a_mixture_built_over_the_budget_is_planned_again_under_the_budget_tight
     assert trainer.anchored.snapshot.judged_evaluations()[0].meets(budget)
 
 
+def _chain_to_imitate(
+    experiment: Experiment, recorded: dict[tuple[object, ...], Outcome], config: TrainConfig
+) -> tuple[Trainer, anchor_module.ImitationTargets, list[Query]]:
+    """A trainer for one loose budget, the imitation targets of a chain on the strongest backbone, and the
+    training questions (each of difficulty 0 for `imitate`)."""
+    chain = topology_mas("chain", experiment.roles, experiment.strongest_backbone())
+    trainer = _trainer(_replaying(experiment, recorded), Budget(tok=100.0), config)
+    plan = anchor_module.AnchorPlan(chain, chain, measure(experiment, [chain], experiment.splits.val[:1]))
+    return trainer, anchor_module.ImitationTargets.of(trainer.controller, [plan]), list(experiment.splits.train)
+
+
 @pytest.mark.parametrize("faithful_rounds", [0, 30])
 def test_imitation_goes_on_until_every_target_is_built_as_planned(
     small_experiment, template_outcomes, one_thread, monkeypatch, faithful_rounds: int
@@ -322,12 +333,8 @@ def test_imitation_goes_on_until_every_target_is_built_as_planned(
     no further."""
     shares: list[float] = []  # after each round of steps
     real_steps = anchor_module.imitation_steps
-    chain = topology_mas("chain", small_experiment.roles, small_experiment.strongest_backbone())
     config = TrainConfig(anchor_steps=3, anchor_faithful_rounds=faithful_rounds, anchor_faithful_share=0.95)
-    trainer = _trainer(_replaying(small_experiment, template_outcomes), Budget(tok=100.0), config)
-    plan = anchor_module.AnchorPlan(chain, chain, measure(small_experiment, [chain], small_experiment.splits.val[:1]))
-    imitated = anchor_module.ImitationTargets.of(trainer.controller, [plan])
-    train = small_experiment.splits.train
+    trainer, imitated, train = _chain_to_imitate(small_experiment, template_outcomes, config)
     difficulty = {q.id: 0.0 for q in train}
 
     def measured_after(*args, **kwargs) -> None:
@@ -341,6 +348,22 @@ def test_imitation_goes_on_until_every_target_is_built_as_planned(
     else:
         assert 1 < len(shares) < faithful_rounds + 1, shares
         assert max(shares[:-1]) < 0.95 <= shares[-1]  # stopped at the first round built as planned
+
+
+@pytest.mark.parametrize(("passes", "expected_steps"), [(2.0, 3), (1000.0, 300)])
+def test_a_round_of_imitation_takes_at_most_the_configured_passes(
+    small_experiment, template_outcomes, one_thread, monkeypatch, passes: float, expected_steps: int
+) -> None:
+    """48 training questions, one target, batches of 32: two passes are 3 steps, where 300 are configured;
+    with room for 1000 passes the configured 300 steps are taken."""
+    steps_taken: list[int] = []
+    monkeypatch.setattr(anchor_module, "imitation_steps", lambda *args: steps_taken.append(args[4]))
+    monkeypatch.setattr(anchor_module, "built_as_planned", lambda *args: [1.0])
+    config = TrainConfig(anchor_steps=300, anchor_max_passes=passes, batch_queries=32)
+    trainer, imitated, train = _chain_to_imitate(small_experiment, template_outcomes, config)
+    assert len(train) == 48
+    anchor_module.imitate(trainer.run, train, imitated, {q.id: 0.0 for q in train})
+    assert steps_taken == [expected_steps]
 
 
 def test_the_tightened_budget_shrinks_each_axis_by_its_overshoot_and_only_where_built_dearer() -> None:

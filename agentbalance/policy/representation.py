@@ -1,4 +1,4 @@
-"""Paper §3.2.1, unified agent representation: h_i = r_i + gamma * W_ctx attn(q_i, K, V).
+"""Paper §3.2.1, unified agent representation: h_i = LayerNorm(r_i + gamma * W_ctx attn(q_i, K, V)).
 
 Each candidate agent attends over the query and the backbones its peers were given, so gating and
 topology see role, backbone capability, query and cost together. The result is layer-normalised: the
