@@ -343,7 +343,7 @@ def imitate(run: TrainingRun, train: Sequence[Query], imitated: ImitationTargets
     for round_ in range(c.anchor_faithful_rounds + 1):
         if round_ > 0 and min(built_as_planned(run, train, imitated, difficulty)) >= c.anchor_faithful_share:
             return
-        imitation_steps(run, train, imitated, difficulty, steps, generator, optimiser)
+        imitation_steps(run, train, imitated, difficulty, steps, generator, optimiser, batch)
 
 
 def imitation_steps(
@@ -354,16 +354,17 @@ def imitation_steps(
     steps: int,
     generator: np.random.Generator,
     optimiser: torch.optim.Optimizer,
+    batch: int,
 ) -> None:
-    """`steps` behaviour-cloning steps on batches of training queries, each with a random target."""
-    c, controller = run.config, run.controller
+    """`steps` behaviour-cloning steps on batches of `batch` training queries, each with a random target."""
+    controller = run.controller
     for _ in range(steps):
-        rows = generator.choice(len(train), size=min(c.batch_queries, len(train)), replace=False)
+        rows = generator.choice(len(train), size=batch, replace=False)
         targets = generator.integers(len(run.targets), size=len(rows))
-        batch = [train[i] for i in rows]
-        given = imitated.decisions_for(torch.tensor([difficulty[q.id] for q in batch]), torch.as_tensor(targets))
+        queries = [train[i] for i in rows]
+        given = imitated.decisions_for(torch.tensor([difficulty[q.id] for q in queries]), torch.as_tensor(targets))
         condition = conditions([run.targets[t] for t in targets])
-        step = controller(run.embed(batch), condition, mode="given", given=given)
+        step = controller(run.embed(queries), condition, mode="given", given=given)
         loss = -step.log_prob.mean()
         optimiser.zero_grad()
         loss.backward()
