@@ -73,6 +73,13 @@ class Backbone(BaseModel):
         None, gt=0, description="measured typical completion length; replaces the assumed length and multiplier"
     )
     scores: dict[str, float] = Field(default_factory=dict)
+    unanswered_share: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="measured share of its wrong answers to a multiple-choice question that carry no readable option "
+        "letter (how its outputs parse); the simulated world's pooled 0.17 when not given",
+    )
     source: str | None = None
     request: dict[str, Any] = Field(default_factory=dict, description="extra parameters of every live call")
     base_url: str | None = Field(

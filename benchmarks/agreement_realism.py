@@ -12,6 +12,11 @@ targets: the simulator's own four-option general items (where it should agree mo
 routerbench-arc-challenge (four options; its catalog has no published scores, so each backbone is calibrated to
 its recorded accuracy there). Each comparison is also split by how the pair is related in the catalog (one family
 and size, one family, different families), since related backbones agree more.
+
+The targets are judged on `models.yaml` as it is. Two facts of the recordings are not in it, and the summaries
+(per world seed and their mean) also show the simulator given each: every backbone's recorded share of wrong answers
+without a readable letter (`unanswered_share`, 0-38%: how its outputs were parsed), and its recorded accuracy on these
+questions (a published score is measured on all of MMLU-Pro, where every model scores lower).
 Run: .venv/bin/python benchmarks/agreement_realism.py   (writes benchmarks/results/agreement_realism.json)
 """
 
@@ -153,14 +158,37 @@ def compare(
     }
 
 
-def calibrated_to_recordings(replay: ReplayWorld, table: Table, key: str) -> Catalog:
+def calibrated_to_recordings(replay: ReplayWorld, table: Table, key: str, unanswered: bool = False) -> Catalog:
     """The world's catalog with each backbone's recorded accuracy as its only score: agreement apart from
-    calibration (a published score is measured on other questions than the recorded ones)."""
+    calibration (a published score is measured on other questions than the recorded ones); with `unanswered`, also
+    each backbone's recorded share of wrong answers without a readable letter (its `unanswered_share`)."""
     accuracy = {name: float(np.mean(right)) for name, (_, right) in table.items()}
+    update: dict[str, dict[str, object]] = {name: {"scores": {key: 100 * accuracy[name]}} for name in table}
+    if unanswered:
+        for name, shares in unanswered_shares(table).items():
+            update[name]["unanswered_share"] = shares
     return Catalog(
-        [b.model_copy(update={"scores": {key: 100 * accuracy[b.name]}}) for b in replay.catalog],
+        [b.model_copy(update=update[b.name]) for b in replay.catalog],
         replay.catalog.assumptions,
         source=f"{replay.catalog.source} with recorded accuracies as scores",
+    )
+
+
+def unanswered_shares(table: Table) -> dict[str, float]:
+    """Each backbone's share of wrong answers that carry no readable answer, as recorded."""
+    return {
+        name: float(np.mean([answer is None for answer, right in zip(answers, rights, strict=True) if not right]))
+        for name, (answers, rights) in table.items()
+    }
+
+
+def with_unanswered_shares(catalog: Catalog, table: Table) -> Catalog:
+    """The catalog with each backbone's recorded unanswered share added (its scores unchanged)."""
+    shares = unanswered_shares(table)
+    return Catalog(
+        [b.model_copy(update={"unanswered_share": shares[b.name]}) for b in catalog],
+        catalog.assumptions,
+        source=f"{catalog.source} with recorded unanswered shares",
     )
 
 
@@ -178,51 +206,73 @@ def arc_check(roles: RoleSet, seed: int) -> dict[str, object] | None:
     as_general = [q.model_copy(update={"domain": "general", "choices": options}) for q in queries]
     result = compare(replay, simulator, roles, queries, as_general)
     del result["pairs"]
+    facts = calibrated_to_recordings(replay, table, "arc_challenge", unanswered=True)
+    result["summary_with_recorded_unanswered_shares"] = compare(
+        replay, open_world("sim", catalog=facts, seed=seed), roles, queries, as_general
+    )["summary"]
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queries", type=int, default=2000, help="simulated four-option items (the record only)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", default="0,1,2", help="world seeds; pairs and the record only at the first")
     args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
     folder = SHARED / "mmlu-pro-dev"
     if not folder.is_dir():
         raise SystemExit(f"{folder} is absent: this benchmark compares against its recordings")
     roles = RoleSet.load("general")
     replay = ReplayWorld.load(folder)
     recorded = [q for split in ("train", "val", "test") for q in replay.queries(split)]
-    simulator = open_world("sim", catalog=Catalog.load(folder / "models.yaml"), seed=args.seed)
-    main_comparison = compare(replay, simulator, roles, recorded, recorded)
+    real_table = answers_of(replay, roles, recorded, replay.catalog.names)
+    published = Catalog.load(folder / "models.yaml")
+    catalogs = {  # the simulator's catalog: models.yaml, then with the two facts of the recordings it does not give
+        "models_yaml": published,
+        "with_recorded_unanswered_shares": with_unanswered_shares(published, real_table),
+        "calibrated_to_recorded_accuracies": calibrated_to_recordings(replay, real_table, "mmlu_pro"),
+        "with_both_recorded_facts": calibrated_to_recordings(replay, real_table, "mmlu_pro", unanswered=True),
+    }
+    by_seed: dict[str, dict[str, dict[str, float]]] = {name: {} for name in catalogs}
+    details: dict[str, dict[str, object]] = {}
+    for seed in seeds:
+        for name, catalog in catalogs.items():
+            result = compare(replay, open_world("sim", catalog=catalog, seed=seed), roles, recorded, recorded)
+            by_seed[name][str(seed)] = result.pop("summary")
+            print(json.dumps({"seed": seed, "catalog": name, **by_seed[name][str(seed)]}), flush=True)
+            if seed == seeds[0]:
+                details[name] = result
+    simulator = open_world("sim", catalog=published, seed=seeds[0])
     four_options = compare(
-        replay, simulator, roles, recorded, synthetic_split("test", args.queries, seed=args.seed, domains=("general",))
+        replay, simulator, roles, recorded, synthetic_split("test", args.queries, seed=seeds[0], domains=("general",))
     )
     for key in ("pairs", "worst_pairs", "real", "by_relation_real_simulated"):
         del four_options[key]
-    recorded_accuracy = open_world(
-        "sim",
-        catalog=calibrated_to_recordings(replay, answers_of(replay, roles, recorded, replay.catalog.names), "mmlu_pro"),
-        seed=args.seed,
-    )
-    at_recorded_accuracy = compare(replay, recorded_accuracy, roles, recorded, recorded)
-    del at_recorded_accuracy["pairs"], at_recorded_accuracy["real"]
-    summary = main_comparison.pop("summary")
-    print(json.dumps(summary), flush=True)
+    main_comparison = details.pop("models_yaml")
+    for result in details.values():
+        del result["pairs"], result["real"]
     report = {
         "command": "python benchmarks/agreement_realism.py " + " ".join(sys.argv[1:]),
         "targets": "mean abs difference <= 3 points and max <= 8, for both quantities (issue #19)",
-        "setting": "mmlu-pro-dev: 25 backbones, its models.yaml, its 5,659 questions on both sides; world seed "
-        f"{args.seed}; role {ROLE!r}",
-        "summary": summary,
+        "setting": "mmlu-pro-dev: 25 backbones, its models.yaml, its 5,659 questions on both sides; world seeds "
+        f"{args.seeds} (pairs and details at seed {seeds[0]}); role {ROLE!r}",
+        "summary": by_seed["models_yaml"][str(seeds[0])],
+        "summary_by_catalog_and_seed": {name: seed_mean(rows) for name, rows in by_seed.items()},
         **main_comparison,
         "record_only": {
-            "calibrated_to_recorded_accuracies": at_recorded_accuracy,
+            **details,
             "simulator_on_its_own_four_option_items": four_options,
-            "routerbench_arc_challenge": arc_check(roles, args.seed),
+            "routerbench_arc_challenge": arc_check(roles, seeds[0]),
         },
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "agreement_realism.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+def seed_mean(rows: dict[str, dict[str, float]]) -> dict[str, object]:
+    """Each seed's four numbers and their mean over seeds."""
+    keys = next(iter(rows.values()))
+    return {**rows, "mean": {k: round(float(np.mean([r[k] for r in rows.values()])), 2) for k in keys}}
 
 
 if __name__ == "__main__":

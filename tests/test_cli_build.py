@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agentbalance.catalog import Catalog
 from tests.conftest import agentbalance, write_math_questions
 from tests.loopback_server import LoopbackServer
 
@@ -143,6 +144,25 @@ def test_record_writes_a_replay_world_that_run_can_replay(tmp_path: Path) -> Non
     )
     assert replayed.returncode == 0, replayed.stderr
     assert len(replayed.stdout.splitlines()) == 4
+
+
+def test_record_keeps_a_measured_unanswered_share_in_the_models_yaml_it_writes(tmp_path: Path) -> None:
+    """The simulated world reads `unanswered_share`; a recording of a catalog that gives it must keep it (and
+    write nothing for a backbone that does not)."""
+    entry = {"family": "f", "reasoning": False, "params_active_b": 7, "price_in": 0.1, "price_out": 0.2}
+    catalog = {
+        "backbones": [
+            {"name": "measured", **entry, "scores": {"mmlu": 60}, "unanswered_share": 0.38},
+            {"name": "pooled", **entry, "scores": {"mmlu": 40}},
+        ]
+    }
+    (tmp_path / "catalog.yaml").write_text(json.dumps(catalog), encoding="utf-8")  # JSON is YAML
+    command = ["record", "--world", "sim", "--catalog", "catalog.yaml", "--task", "synthetic-general", "--limit", "2"]
+    done = agentbalance(*command, "--out", "world", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    recorded = Catalog.load(tmp_path / "world" / "models.yaml")
+    assert recorded["measured"].unanswered_share == 0.38 and recorded["pooled"].unanswered_share is None
+    assert "unanswered_share" not in (tmp_path / "world" / "models.yaml").read_text().split("name: pooled")[1]
 
 
 def test_run_in_the_live_world_against_a_loopback_endpoint(tmp_path: Path) -> None:

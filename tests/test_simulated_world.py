@@ -273,6 +273,36 @@ def test_wrong_answers_coincide_less_often_when_a_question_has_more_options(worl
 PRICES_AND_SCORE = {"price_in": 0.1, "price_out": 0.2, "scores": {"mmlu": 45.0}}
 
 
+def test_a_backbones_measured_unanswered_share_decides_how_many_of_its_wrong_answers_lack_a_letter() -> None:
+    """A catalog's `unanswered_share` (measured: 0-38% per backbone on MMLU-Pro) replaces the pooled 17% for that
+    backbone only; it changes which wrong answers carry no letter, never which answers are right, and the letters
+    that remain are the ones the backbone gave."""
+    shares = {"pooled": None, "never": 0.0, "often": 0.4}
+    backbones = [
+        Backbone(name=name, family=name, reasoning=False, params_active_b=7, unanswered_share=share, **PRICES_AND_SCORE)
+        for name, share in shares.items()
+    ]
+    role = LIBRARIES["general"].decision
+    choices = tuple(f"option {k}" for k in range(10))
+    queries = [Query(id=f"unanswered-{i}", question="Which?", choices=choices, answer="A") for i in range(3000)]
+
+    def answers(catalog: Catalog) -> dict[str, list[Completion]]:
+        world = SimulatedWorld(catalog, seed=0)
+        return {b.name: [world.answer(AgentCall(AGENT, role, b, q, [])) for q in queries] for b in catalog}
+
+    measured = answers(Catalog(backbones))
+    pooled = answers(Catalog([b.model_copy(update={"unanswered_share": None}) for b in backbones]))
+    for name, share in shares.items():
+        wrong = [c for c in measured[name] if not c.correct]
+        unanswered = np.mean([c.answer is None for c in wrong])
+        assert abs(unanswered - (0.17 if share is None else share)) < 0.03, (name, unanswered)
+        assert [c.correct for c in measured[name]] == [c.correct for c in pooled[name]]
+        kept = [(a.answer, b.answer) for a, b in zip(measured[name], pooled[name], strict=True)]
+        assert all(x == y for x, y in kept if x is not None and y is not None)
+    with pytest.raises(ValueError, match="unanswered_share"):
+        Backbone(name="x", family="x", reasoning=False, params_active_b=7, unanswered_share=1.5, **PRICES_AND_SCORE)
+
+
 def family_and_other_pairs(parameters: SimulationParameters) -> dict[str, dict[str, float]]:
     """Mean correlation of errors beyond difficulty (of error minus its probability at the item's difficulty) and
     P(same | both wrong) over the three pairs of one family's backbones of one size, and over the three pairs of

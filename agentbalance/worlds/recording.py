@@ -276,6 +276,7 @@ OPTIONAL_MODEL_KEYS = (
     "request",
     "ttft_s",
     "instruct",
+    "unanswered_share",
     "source",
     "max_tokens",
     "max_tokens_parameter",

@@ -146,6 +146,12 @@ class SimulatedWorld:
             return p.unknown_inheritance
         return p.tuned_inheritance if backbone.instruct else 1.0
 
+    def unanswered_share(self, backbone: Backbone) -> float:
+        """Of a backbone's wrong answers to a multiple-choice query, the share with no readable option letter: its
+        catalog's measured `unanswered_share` (0-38% per backbone on MMLU-Pro: how its outputs parse, which nothing
+        else in a catalog tells), else the pooled rate."""
+        return self.parameters.unanswered_share if backbone.unanswered_share is None else backbone.unanswered_share
+
     def discrimination(self, backbone: Backbone, domain: str) -> float:
         p = self.parameters
         slope = p.reasoning_discrimination if backbone.reasoning else p.discrimination
@@ -241,11 +247,11 @@ class SimulatedWorld:
         itself, and only a share depends on the role's prompt (a small share is its family's). A wrong answer is a
         considered one (drawn by the item's appeal, which every backbone shares: so wrong answers coincide) with
         probability the backbone's competence, else a guess among the wrong answers (on some items its family's
-        draws decide); a share of wrong answers gives no readable answer."""
-        p = self.parameters
+        draws decide); a share of wrong answers (the backbone's own, when the catalog gives it) gives no readable
+        answer."""
         if self._solve_noise(backbone, key) < _NORMAL.inv_cdf(min(max(p_own, 1e-9), 1 - 1e-9)):
             return profile.gold
-        if profile.multiple_choice and self._uniform("unanswered", *key) < p.unanswered_share:
+        if profile.multiple_choice and self._uniform("unanswered", *key) < self.unanswered_share(backbone):
             return None
         source = self._wrong_answer_source(backbone, key)
         count, draw = len(profile.distractors), self._uniform("wrong", *source)
