@@ -27,7 +27,7 @@ def test_each_axis_sweep_runs_from_its_cheapest_backbone_alone_to_the_base_mas(s
         scales = [float(s.removeprefix(f"{axis}:scale=")) for s in settings if s.startswith(f"{axis}:")]
         assert len(scales) == 5 and scales == sorted(scales) and scales[-1] == 1.0
         assert scales[0] * getattr(base, axis) == pytest.approx(getattr(alone, axis), rel=1e-3)
-        budget_range = method._budget_range(small_experiment, axis)
+        budget_range = method.budget_range(small_experiment, axis)
         other = "lat" if axis == "tok" else "tok"
         assert getattr(budget_range.loosest, other) is None
 

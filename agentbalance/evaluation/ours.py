@@ -65,10 +65,10 @@ class AgentBalanceMethod:
         return [
             f"{axis}:scale={scale:.4g}"
             for axis in AXES
-            for scale in self._budget_range(experiment, axis).scales()[:points]
+            for scale in self.budget_range(experiment, axis).scales()[:points]
         ]
 
-    def _budget_range(self, experiment: Experiment, axis: str) -> BudgetRange:
+    def budget_range(self, experiment: Experiment, axis: str) -> BudgetRange:
         """On one axis, from its cheapest kept backbone alone to the base MAS, on validation (the other axis
         free). Its grid has one budget per setting of the sweep (at least two: a range needs both ends)."""
         self._focus(experiment)
@@ -106,7 +106,7 @@ class AgentBalanceMethod:
             self._experiment, self._ranges, self._trained = experiment, {}, {}
 
     def _controller(self, experiment: Experiment, axis: str) -> TrainedController:
-        budget_range = self._budget_range(experiment, axis)
+        budget_range = self.budget_range(experiment, axis)
         if axis not in self._trained:
             trained_on = _with_random_pools(experiment) if self.ablation == "random-pools" else experiment
             spec = BuildSpec(

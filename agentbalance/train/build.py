@@ -128,7 +128,7 @@ def train_on(
         saved = checkpoints.load(restart) if checkpoints is not None else None
         if saved is not None:
             on_stage(f"run {restart + 1} of {spec.restarts} restored from its checkpoint")
-            controller, trainer = _restart_controller(experiment, spec, restart)
+            controller, trainer = restart_controller(experiment, spec, restart)
             result = trainer.restore(saved)
             for epoch, record in enumerate(result.history):
                 if on_epoch is not None:
@@ -144,7 +144,7 @@ def train_on(
     return best
 
 
-def _restart_controller(experiment: Experiment, spec: BuildSpec, restart: int) -> tuple[Controller, Trainer]:
+def restart_controller(experiment: Experiment, spec: BuildSpec, restart: int) -> tuple[Controller, Trainer]:
     """Restart `restart`'s initial controller and its trainer: a function of the spec and the index alone."""
     with seeded(spec.seed + 1000 * restart):  # the initial weights; torch's global random state is left alone
         controller = Controller(experiment.context, spec.controller)
@@ -162,7 +162,7 @@ def train_restart(
     """One training restart: independent of the others (its seeds come from its index), so restarts may
     run anywhere, in any order, and give the controllers of a sequential build."""
     splits = experiment.splits
-    controller, trainer = _restart_controller(experiment, spec, restart)
+    controller, trainer = restart_controller(experiment, spec, restart)
     on_stage(f"pretraining the difficulty estimator (run {restart + 1} of {spec.restarts})")
     trainer.pretrain_difficulty(splits.train)
     if spec.anchored and restart == 0:
