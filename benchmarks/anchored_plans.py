@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from dev_worlds import REPLAY_WORLDS, RESULTS, SHARED, seed_experiments, world_spec
 
 from agentbalance.budgets import Budget
 from agentbalance.evaluation.baselines.fixed import base_mas
@@ -34,23 +35,13 @@ from agentbalance.evaluation.baselines.single import single_mas
 from agentbalance.evaluation.measure import Evaluation, measure
 from agentbalance.evaluation.metrics import gain_over_single
 from agentbalance.evaluation.ours import AgentBalanceMethod
-from agentbalance.experiment import Experiment, ExperimentSpec
+from agentbalance.experiment import Experiment
 from agentbalance.policy.controller import ControllerConfig
 from agentbalance.train.anchor import AnchorPlan, PlanMenu, plan_menu
 from agentbalance.train.build import BuildSpec, describe_plan, restart_controller
 from agentbalance.train.config import TrainConfig
 
-RESULTS = Path(__file__).resolve().parent / "results"
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-WORLDS = (
-    "sim",
-    "mmlu-pro-dev",
-    "gsm8k-reasoning-dev",
-    "date-mot-dev",
-    "routerbench-arc-challenge",
-    "routerbench-mbpp",
-    "routerbench-winograde",
-)
+WORLDS = ("sim", *REPLAY_WORLDS)
 MARGINS = (1.0, 2.0)
 Rule = Callable[[PlanMenu, Budget], AnchorPlan]
 
@@ -143,12 +134,6 @@ def benchmark_gains(world: str) -> list[float] | None:
     return [float(run["summary"]["agentbalance"]["gain_log_tok"]) for run in runs]
 
 
-def world_spec(world: str, data: Path) -> str | None:
-    if world == "sim":
-        return "sim"
-    return f"replay:{data / world}" if (data / world).is_dir() else None
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worlds", default=",".join(WORLDS))
@@ -160,9 +145,8 @@ def main() -> None:
     for world in args.worlds.split(","):
         spec = world_spec(world, args.data)
         if spec is None:
-            print(f"{world}: not in {args.data}, skipped")
             continue
-        runs = {str(seed): plans_on_test(Experiment.open(ExperimentSpec(world=spec, seed=seed))) for seed in seeds}
+        runs = {str(seed): plans_on_test(experiment) for seed, experiment in seed_experiments(spec, seeds)}
         means = {name: mean_gain(runs.values(), name) for name in rules()}
         worlds[world] = {"gain_log_tok_mean": means, "benchmark_agentbalance_by_seed": benchmark_gains(world)}
         worlds[world]["seeds"] = runs

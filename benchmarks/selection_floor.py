@@ -19,24 +19,16 @@ import json
 from pathlib import Path
 
 import numpy as np
+from dev_worlds import REPLAY_WORLDS, RESULTS, SHARED, seed_experiments, world_spec
 
 from agentbalance.budgets import Budget
 from agentbalance.evaluation.baselines.fixed import base_mas
 from agentbalance.evaluation.baselines.single import single_mas
 from agentbalance.evaluation.measure import Evaluation, measure
 from agentbalance.evaluation.metrics import frontier, gain_budgets
-from agentbalance.experiment import Experiment, ExperimentSpec
+from agentbalance.experiment import Experiment
 
-RESULTS = Path(__file__).resolve().parent / "results"
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-WORLDS = (
-    "mmlu-pro-dev",
-    "gsm8k-reasoning-dev",
-    "date-mot-dev",
-    "routerbench-arc-challenge",
-    "routerbench-mbpp",
-    "routerbench-winograde",
-)
+WORLDS = REPLAY_WORLDS
 
 
 def floor_of(experiment: Experiment) -> dict[str, object]:
@@ -78,13 +70,10 @@ def main() -> None:
     seeds = [int(seed) for seed in args.seeds.split(",")]
     worlds: dict[str, object] = {}
     for world in args.worlds.split(","):
-        if not (args.data / world).is_dir():
-            print(f"{world}: not in {args.data}, skipped")
+        spec = world_spec(world, args.data)
+        if spec is None:
             continue
-        runs = {}
-        for seed in seeds:
-            experiment = Experiment.open(ExperimentSpec(world=f"replay:{args.data / world}", seed=seed))
-            runs[str(seed)] = floor_of(experiment)
+        runs = {str(seed): floor_of(experiment) for seed, experiment in seed_experiments(spec, seeds)}
         gains = [float(run["gain_log_tok"]) for run in runs.values()]
         per_budget = np.mean([run["gap_per_budget"] for run in runs.values()], axis=0)
         worlds[world] = {
