@@ -19,15 +19,13 @@ Run: .venv/bin/python benchmarks/anchored_plans.py [--worlds sim,mmlu-pro-dev,..
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from dev_worlds import REPLAY_WORLDS, RESULTS, SHARED, seed_experiments, world_spec
+from dev_worlds import REPLAY_WORLDS, RESULTS, sweep, sweep_arguments
 
 from agentbalance.budgets import Budget
 from agentbalance.evaluation.baselines.fixed import base_mas
@@ -135,18 +133,10 @@ def benchmark_gains(world: str) -> list[float] | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worlds", default=",".join(WORLDS))
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--data", type=Path, default=SHARED, help="the folder of the replay worlds")
-    args = parser.parse_args()
-    seeds = [int(seed) for seed in args.seeds.split(",")]
+    args = sweep_arguments(__doc__, WORLDS, "0,1,2")
     worlds: dict[str, dict[str, Any]] = {}
-    for world in args.worlds.split(","):
-        spec = world_spec(world, args.data)
-        if spec is None:
-            continue
-        runs = {str(seed): plans_on_test(experiment) for seed, experiment in seed_experiments(spec, seeds)}
+    for world, experiments in sweep(args):
+        runs = {str(seed): plans_on_test(experiment) for seed, experiment in experiments}
         means = {name: mean_gain(runs.values(), name) for name in rules()}
         worlds[world] = {"gain_log_tok_mean": means, "benchmark_agentbalance_by_seed": benchmark_gains(world)}
         worlds[world]["seeds"] = runs

@@ -4,6 +4,7 @@ in the repository; a world absent from the data folder is reported and skipped, 
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -35,3 +36,21 @@ def seed_experiments(spec: str, seeds: Sequence[int]) -> Iterator[tuple[int, Exp
     """The world opened once per seed, as `curve --seeds` opens it."""
     for seed in seeds:
         yield seed, Experiment.open(ExperimentSpec(world=spec, seed=seed))
+
+
+def sweep_arguments(description: str | None, worlds: Sequence[str], seeds: str) -> argparse.Namespace:
+    """The command line every such script takes: --worlds, --seeds (comma-separated) and --data."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worlds", default=",".join(worlds))
+    parser.add_argument("--seeds", default=seeds)
+    parser.add_argument("--data", type=Path, default=SHARED, help="the folder of the replay worlds")
+    return parser.parse_args()
+
+
+def sweep(args: argparse.Namespace) -> Iterator[tuple[str, Iterator[tuple[int, Experiment]]]]:
+    """Each world of --worlds that is present, with its experiments per seed of --seeds."""
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+    for world in args.worlds.split(","):
+        spec = world_spec(world, args.data)
+        if spec is not None:
+            yield world, seed_experiments(spec, seeds)

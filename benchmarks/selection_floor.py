@@ -14,12 +14,10 @@ Run: .venv/bin/python benchmarks/selection_floor.py   (writes benchmarks/results
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 import numpy as np
-from dev_worlds import REPLAY_WORLDS, RESULTS, SHARED, seed_experiments, world_spec
+from dev_worlds import REPLAY_WORLDS, RESULTS, sweep, sweep_arguments
 
 from agentbalance.budgets import Budget
 from agentbalance.evaluation.baselines.fixed import base_mas
@@ -62,18 +60,10 @@ def floor_of(experiment: Experiment) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worlds", default=",".join(WORLDS))
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--data", type=Path, default=SHARED, help="the folder of the replay worlds")
-    args = parser.parse_args()
-    seeds = [int(seed) for seed in args.seeds.split(",")]
+    args = sweep_arguments(__doc__, WORLDS, "0,1,2")
     worlds: dict[str, object] = {}
-    for world in args.worlds.split(","):
-        spec = world_spec(world, args.data)
-        if spec is None:
-            continue
-        runs = {str(seed): floor_of(experiment) for seed, experiment in seed_experiments(spec, seeds)}
+    for world, experiments in sweep(args):
+        runs = {str(seed): floor_of(experiment) for seed, experiment in experiments}
         gains = [float(run["gain_log_tok"]) for run in runs.values()]
         per_budget = np.mean([run["gap_per_budget"] for run in runs.values()], axis=0)
         worlds[world] = {

@@ -25,13 +25,11 @@ Run: .venv/bin/python benchmarks/topic_routing.py   (writes benchmarks/results/t
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
-from dev_worlds import REPLAY_WORLDS, RESULTS, SHARED, seed_experiments, world_spec
+from dev_worlds import REPLAY_WORLDS, RESULTS, sweep, sweep_arguments
 from scipy.cluster.vq import kmeans2
 
 from agentbalance.evaluation.baselines.single import single_mas
@@ -123,18 +121,10 @@ def summary(runs: dict[str, dict[str, object]]) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worlds", default=",".join(WORLDS))
-    parser.add_argument("--seeds", default="0,1,2,3,4,5,6,7,8,9")
-    parser.add_argument("--data", type=Path, default=SHARED, help="the folder of the replay worlds")
-    args = parser.parse_args()
-    seeds = [int(seed) for seed in args.seeds.split(",")]
+    args = sweep_arguments(__doc__, WORLDS, "0,1,2,3,4,5,6,7,8,9")
     worlds: dict[str, object] = {}
-    for world in args.worlds.split(","):
-        spec = world_spec(world, args.data)
-        if spec is None:
-            continue
-        runs = {str(seed): routing_of(experiment, seed) for seed, experiment in seed_experiments(spec, seeds)}
+    for world, experiments in sweep(args):
+        runs = {str(seed): routing_of(experiment, seed) for seed, experiment in experiments}
         worlds[world] = {"summary": summary(runs), "seeds": runs}
         print(world, json.dumps(worlds[world]["summary"]))  # type: ignore[index]
     command = f"python benchmarks/topic_routing.py --worlds {args.worlds} --seeds {args.seeds}"
