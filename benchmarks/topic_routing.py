@@ -15,6 +15,9 @@ nothing trained and every choice made on the training and validation questions,
   not see: an upper reference for topic routing; worlds with one label equal `honest_single`);
 * `by_cluster_K`: the same with K clusters of the sentence embeddings (k-means on the training and
   validation questions, each test question in its nearest cluster): topic routing from the controller's input;
+* `guarded_cluster_K`: `by_cluster_K` only where it pays on the known questions themselves (5-fold
+  cross-validation: clusters and choices fitted on four fifths, judged on the fifth; its mean lift over the
+  better candidate alone above one standard error), else `honest_single`: a rule a build could apply;
 * `per_question_best_of_two`: the better of the two on every test question (a ceiling no router reaches).
 
 Accuracy on test × 100 at the loosest budget (both backbones fit), mean over seeds; seeds 0-9 by default,
@@ -39,6 +42,7 @@ from agentbalance.query import Query
 WORLDS = REPLAY_WORLDS
 CLUSTERS = (4, 11)  # 11: as many as mmlu-pro-dev's domain labels
 ROUTED = 2  # topic routing chooses between the two backbones best on training and validation
+FOLDS = 5  # the guard's cross-validation on the known questions
 
 
 def correctness(experiment: Experiment, backbones: Sequence[str], queries: Sequence[Query]) -> np.ndarray:
@@ -51,16 +55,16 @@ def correctness(experiment: Experiment, backbones: Sequence[str], queries: Seque
     return np.array(columns).T
 
 
-def routed_accuracy(known: np.ndarray, test: np.ndarray, known_groups: np.ndarray, test_groups: np.ndarray) -> float:
-    """Test accuracy when each group's questions go to the candidate best on that group's known questions
-    (the candidate best overall where a group has no known question). Columns are the candidates."""
+def routed(known: np.ndarray, test: np.ndarray, known_groups: np.ndarray, test_groups: np.ndarray) -> np.ndarray:
+    """Per test question, right (1.0) or not when each group's questions go to the candidate best on that group's
+    known questions (the candidate best overall where a group has no known question). Columns are the candidates."""
     overall = int(known.mean(axis=0).argmax())
     chosen = np.full(len(test), overall)
     for group in np.unique(test_groups):
         members = known_groups == group
         if members.any():
             chosen[test_groups == group] = int(known[members].mean(axis=0).argmax())
-    return float(test[np.arange(len(test)), chosen].mean())
+    return test[np.arange(len(test)), chosen]
 
 
 def clusters_of(known: np.ndarray, test: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -68,6 +72,19 @@ def clusters_of(known: np.ndarray, test: np.ndarray, k: int, seed: int) -> tuple
     centroids, known_labels = kmeans2(known, k, minit="++", seed=seed)
     distances = ((test[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=2)
     return known_labels, distances.argmin(axis=1)
+
+
+def cross_validated_lift(known: np.ndarray, embeddings: np.ndarray, k: int, seed: int) -> tuple[float, float]:
+    """What routing by k clusters adds to the better candidate alone, judged on the known questions only: FOLDS-fold,
+    each fold answered by clusters and choices fitted on the others. Mean per-question lift and its standard error."""
+    order = np.random.default_rng(seed).permutation(len(known))
+    lift = np.empty(len(known))
+    for held in np.array_split(order, FOLDS):
+        fitted = np.setdiff1d(order, held)
+        fitted_labels, held_labels = clusters_of(embeddings[fitted], embeddings[held], k, seed)
+        alone = known[held, int(known[fitted].mean(axis=0).argmax())]
+        lift[held] = routed(known[fitted], known[held], fitted_labels, held_labels) - alone
+    return float(lift.mean()), float(lift.std(ddof=1) / np.sqrt(len(lift)))
 
 
 def routing_of(experiment: Experiment, seed: int) -> dict[str, object]:
@@ -85,11 +102,13 @@ def routing_of(experiment: Experiment, seed: int) -> dict[str, object]:
         "oracle_single": 100 * float(test.mean(axis=0).max()),
         "oracle_backbone": backbones[int(test.mean(axis=0).argmax())],
         "by_domain": 100
-        * routed_accuracy(
-            known[:, top],
-            test[:, top],
-            np.array([q.domain or "" for q in known_queries]),
-            np.array([q.domain or "" for q in splits.test]),
+        * float(
+            routed(
+                known[:, top],
+                test[:, top],
+                np.array([q.domain or "" for q in known_queries]),
+                np.array([q.domain or "" for q in splits.test]),
+            ).mean()
         ),
         "per_question_best_of_two": 100 * float(test[:, top].max(axis=1).mean()),
     }
@@ -97,11 +116,21 @@ def routing_of(experiment: Experiment, seed: int) -> dict[str, object]:
     test_embeddings = experiment.embed(splits.test).numpy().astype(np.float64)
     for k in CLUSTERS:
         known_labels, test_labels = clusters_of(known_embeddings, test_embeddings, k, seed)
-        row[f"by_cluster_{k}"] = 100 * routed_accuracy(known[:, top], test[:, top], known_labels, test_labels)
+        by_cluster = 100 * float(routed(known[:, top], test[:, top], known_labels, test_labels).mean())
+        lift, error = cross_validated_lift(known[:, top], known_embeddings, k, seed)
+        row[f"by_cluster_{k}"] = by_cluster
+        row[f"by_cluster_{k}_cross_validated_lift"] = 100 * lift
+        row[f"guarded_cluster_{k}"] = by_cluster if lift > error else row["honest_single"]
     return {key: round(value, 2) if isinstance(value, float) else value for key, value in row.items()}
 
 
-MEASURES = ("honest_single", "oracle_single", "by_domain", *(f"by_cluster_{k}" for k in CLUSTERS))
+MEASURES = (
+    "honest_single",
+    "oracle_single",
+    "by_domain",
+    *(f"by_cluster_{k}" for k in CLUSTERS),
+    *(f"guarded_cluster_{k}" for k in CLUSTERS),
+)
 
 
 def summary(runs: dict[str, dict[str, object]]) -> dict[str, object]:
