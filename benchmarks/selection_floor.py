@@ -26,8 +26,6 @@ from agentbalance.evaluation.measure import Evaluation, measure
 from agentbalance.evaluation.metrics import frontier, gain_budgets
 from agentbalance.experiment import Experiment
 
-WORLDS = REPLAY_WORLDS
-
 
 def floor_of(experiment: Experiment) -> dict[str, object]:
     """One world and seed: the budgets, the backbone chosen at each, and the per-budget and mean gap (points)."""
@@ -60,7 +58,7 @@ def floor_of(experiment: Experiment) -> dict[str, object]:
 
 
 def main() -> None:
-    args = sweep_arguments(__doc__, WORLDS, "0,1,2")
+    args = sweep_arguments(__doc__, REPLAY_WORLDS, "0,1,2")
     worlds: dict[str, object] = {}
     for world, experiments in sweep(args):
         runs = {str(seed): floor_of(experiment) for seed, experiment in experiments}

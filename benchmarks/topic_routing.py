@@ -20,9 +20,9 @@ nothing trained and every choice made on the training and validation questions,
   better candidate alone above one standard error), else `honest_single`: a rule a build could apply;
 * `per_question_best_of_two`: the better of the two on every test question (a ceiling no router reaches).
 
-Accuracy on test × 100 at the loosest budget (both backbones fit), mean over seeds; seeds 0-9 by default,
-since each seed is a few seconds once the embeddings are cached. Worlds absent from the data folder are
-skipped.
+Accuracy on test × 100 at the loosest budget (both backbones fit), mean over seeds; seeds 0-9 by default
+(the six worlds took about 7 minutes on 2 cores, most of it opening each world and seed as `curve` does).
+Worlds absent from the data folder are skipped.
 Run: .venv/bin/python benchmarks/topic_routing.py   (writes benchmarks/results/topic_routing.json)
 """
 
@@ -39,7 +39,6 @@ from agentbalance.evaluation.baselines.single import single_mas
 from agentbalance.experiment import Experiment
 from agentbalance.query import Query
 
-WORLDS = REPLAY_WORLDS
 CLUSTERS = (4, 11)  # 11: as many as mmlu-pro-dev's domain labels
 ROUTED = 2  # topic routing chooses between the two backbones best on training and validation
 FOLDS = 5  # the guard's cross-validation on the known questions
@@ -150,7 +149,7 @@ def summary(runs: dict[str, dict[str, object]]) -> dict[str, object]:
 
 
 def main() -> None:
-    args = sweep_arguments(__doc__, WORLDS, "0,1,2,3,4,5,6,7,8,9")
+    args = sweep_arguments(__doc__, REPLAY_WORLDS, "0,1,2,3,4,5,6,7,8,9")
     worlds: dict[str, object] = {}
     for world, experiments in sweep(args):
         runs = {str(seed): routing_of(experiment, seed) for seed, experiment in experiments}
