@@ -122,8 +122,8 @@ def pool_backbones(triples: pd.DataFrame, k: int | None = None, seed: int = 0) -
     if k > distinct_count:
         identical = f" ({distinct_count} distinct profiles)" if distinct_count < count else ""
         raise AgentBalanceError(
-            f"cannot make {k} pools from {count} backbones kept by the Pareto filter{identical}; "
-            f"use --k {distinct_count} or fewer"
+            f"cannot make {k} pools from {count} backbones kept by the Pareto filter{identical}: "
+            f"{distinct_count} at most"
         )
     names = list(triples.index)
     if k == distinct_count:

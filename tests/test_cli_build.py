@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 from pathlib import Path
@@ -99,6 +100,17 @@ def test_run_export_and_evaluate_use_the_trained_controller(run_folder: Path, tm
     assert json.loads(evaluated.stdout)["n"] == 12
 
 
+def test_a_catalog_too_small_for_the_controllers_pools_is_a_clear_error(run_folder: Path, tmp_path: Path) -> None:
+    """Inductive use over a catalog whose Pareto front cannot fill the pools the controller chooses among: the
+    error names the controller, the count, and what the user can do (not a `--k` that `evaluate` lacks)."""
+    shipped = Catalog.load()
+    two = {"backbones": [shipped[n].model_dump(mode="json", exclude_none=True) for n in ("qwen3-1.7b", "qwen3-8b")]}
+    (tmp_path / "two.yaml").write_text(json.dumps(two), encoding="utf-8")
+    done = agentbalance("evaluate", "--model", str(run_folder), "--catalog", "two.yaml", cwd=tmp_path)
+    one_error_line(done, "this controller chooses among 4 pools")
+    assert "build a controller with fewer pools" in done.stderr and "--k" not in done.stderr
+
+
 def test_an_incompatible_checkpoint_is_a_clear_error(run_folder: Path, tmp_path: Path) -> None:
     broken = tmp_path / "old-run"
     broken.mkdir()
@@ -163,6 +175,30 @@ def test_record_keeps_a_measured_unanswered_share_in_the_models_yaml_it_writes(t
     recorded = Catalog.load(tmp_path / "world" / "models.yaml")
     assert recorded["measured"].unanswered_share == 0.38 and recorded["pooled"].unanswered_share is None
     assert "unanswered_share" not in (tmp_path / "world" / "models.yaml").read_text().split("name: pooled")[1]
+
+
+def test_a_free_backbone_is_trained_with_not_a_crash(tmp_path: Path) -> None:
+    """A model served on one's own machine costs nothing (price 0): `build` must train with it among the
+    priced ones and say nothing of a log of zero, and `curve`'s agentbalance budget range must still start at
+    a positive budget."""
+    shipped = Catalog.load()
+    free = shipped["qwen3-8b"].model_copy(update={"name": "local-8b", "price_in": 0.0, "price_out": 0.0})
+    catalog = {"backbones": [free.model_dump(mode="json", exclude_none=True)]}
+    catalog["backbones"] += [
+        shipped[n].model_dump(mode="json", exclude_none=True) for n in ("qwen3-1.7b", "qwen3-235b-a22b")
+    ]
+    (tmp_path / "catalog.yaml").write_text(json.dumps(catalog), encoding="utf-8")  # JSON is YAML
+    common = ["--catalog", "catalog.yaml", *SMALL[:6]]
+    built = agentbalance("build", "--budget-tok", "0.05", *common, *SMALL[6:], "--out", "run", "--json", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    assert "RuntimeWarning" not in built.stderr and json.loads(built.stdout)["feasible"] is True
+    curve = agentbalance("curve", "--methods", "agentbalance,single", "--points", "2", *common, "--epochs", "2",
+                         "--out", "curve", cwd=tmp_path)  # fmt: skip
+    assert curve.returncode == 0, curve.stderr
+    rows = list(csv.DictReader((tmp_path / "curve" / "curve.csv").open()))
+    tok_settings = [r["setting"] for r in rows if r["method"] == "agentbalance" and r["setting"].startswith("tok:")]
+    scales = [float(setting.removeprefix("tok:scale=")) for setting in tok_settings]
+    assert len(set(scales)) == 2 and all(0 < s < 1 for s in scales[:1])  # the cheapest priced backbone: above 0
 
 
 def test_run_in_the_live_world_against_a_loopback_endpoint(tmp_path: Path) -> None:

@@ -111,3 +111,26 @@ def test_evaluate_reports_the_builds_test_numbers_by_default(tmp_path: Path) -> 
     keys = ("perf", "tok", "lat", "feasible", "n")
     build_json, evaluate_json = json.loads(built.stdout.splitlines()[-1]), json.loads(evaluated.stdout)
     assert {k: evaluate_json[k] for k in keys} == {k: build_json[k] for k in keys}
+
+
+def test_run_of_a_replay_controller_replays_its_own_world_from_anywhere(tmp_path: Path) -> None:
+    """`run --model` without `--world` uses the world the controller was trained in (as `evaluate` and the Python
+    API do), found from any working directory although `build` was given a relative path; a question text, which a
+    replay world cannot answer, is one clear error that says how to name recorded questions."""
+    write_world(tmp_path / "tiny-mcq", *mcq_tables())
+    built = agentbalance(
+        "build", "--budget-tok", "5", "--world", "replay:tiny-mcq", "--train", "500", "--val", "4", "--test", "4",
+        "--epochs", "1", "--restarts", "1", "--out", "run", cwd=tmp_path,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    assert "the world's splits hold fewer questions than asked" in " ".join(built.stdout.split())  # not silently
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    question_id = json.loads((tmp_path / "tiny-mcq" / "questions.jsonl").read_text().splitlines()[0])["id"]
+    (elsewhere / "ids.jsonl").write_text(json.dumps({"id": question_id}) + "\n")
+    ran = agentbalance("run", "--model", "../run", "--input", "ids.jsonl", "--json", cwd=elsewhere)
+    assert ran.returncode == 0, ran.stderr
+    trace = json.loads(ran.stdout)
+    assert trace["world"] == "replay:tiny-mcq" and trace["id"] == question_id
+    text = agentbalance("run", "--model", "../run", "Which option?", cwd=elsewhere)
+    assert text.returncode == 2 and "give them with --input FILE.jsonl" in text.stderr

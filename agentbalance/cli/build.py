@@ -144,6 +144,13 @@ def build(
         progress.update(stage, description="done", total=1, completed=1)
     if built.trained_elsewhere:
         console.print(built.trained_elsewhere, highlight=False)
+    used = tuple(len(built.splits.get(name)) for name in ("train", "val", "test"))
+    if used != (train, val, test):  # a small world: its fixed splits hold fewer questions than asked
+        console.print(
+            f"note: the world's splits hold fewer questions than asked: train / val / test use "
+            f"{' / '.join(map(str, used))} (asked {train} / {val} / {test}); budgets are checked on {used[1]}",
+            highlight=False,
+        )
     if built.restored:
         console.print(
             f"resumed: {len(built.restored)} of {restarts} training runs restored from {folder / 'checkpoints'}",

@@ -80,6 +80,11 @@ def _queries_for(question: str | None, input_path: Path | None, world: World, ta
     if (question is None) == (input_path is None):
         raise AgentBalanceError("give either a QUERY text or --input FILE.jsonl (exactly one)")
     recorded = isinstance(world, RecordedWorld)  # replay worlds look queries up by id
+    if recorded and question is not None:
+        raise AgentBalanceError(
+            f"{world.name} replays its recorded questions only, named by id: give them with --input FILE.jsonl "
+            '(one {"id": "..."} a line), not as a QUERY text'
+        )
     if input_path is not None:
         queries = read_queries(input_path, question_optional=recorded)
     else:
@@ -93,7 +98,9 @@ def run(
     mas_path: Annotated[Path | None, typer.Option("--mas", help="A MAS to run, as JSON (see README).")] = None,
     model: Annotated[Path | None, typer.Option(help="A run folder of `build`: construct the MAS per query.")] = None,
     input_path: Annotated[Path | None, typer.Option("--input", help="JSONL queries, one object a line.")] = None,
-    world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
+    world_spec: Annotated[
+        str | None, typer.Option("--world", help=f"{WORLD_HELP} (default: a --model's own world, else sim)")
+    ] = None,
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
@@ -118,6 +125,11 @@ def run(
     caps = Caps(max_usd, max_seconds)
     if (mas_path is None) == (model is None):
         raise AgentBalanceError("give either --mas FILE.json or --model RUN_FOLDER (exactly one)")
+    if world_spec is None and model is not None:  # where it was trained, as `evaluate` and the Python API do
+        from agentbalance.train.run_folder import read_run_config
+
+        trained = read_run_config(model)
+        world_spec, catalog = trained.world, catalog or (Path(trained.catalog) if trained.catalog else None)
     loaded_catalog = Catalog.load(catalog) if catalog is not None else None
     loaded_task = _load_task(task, data, limit, seed, question, input_path)
     parse = loaded_task.parse if loaded_task else None
@@ -132,7 +144,7 @@ def run(
         max_tokens=max_tokens,
         concurrency_per_backbone=concurrency_per_backbone,
     )
-    world = open_world(world_spec, loaded_catalog, seed=seed, live=live)
+    world = open_world(world_spec or "sim", loaded_catalog, seed=seed, live=live)
     from agentbalance.experiment import task_roles
 
     default_roles = roles or (task_roles(loaded_task) if loaded_task else None)

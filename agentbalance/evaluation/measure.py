@@ -144,12 +144,17 @@ def evaluate_policy(
     return summarise(*policy_outcomes(controller, experiment, queries, budget, delta), z)
 
 
-def cheapest_mas(experiment: Experiment, axis: str = "tok") -> MAS:
+def cheapest_mas(experiment: Experiment, axis: str = "tok", priced: bool = False) -> MAS:
     """The cheapest point the experiment reaches on one cost axis: the decision agent alone on the kept
-    backbone of the lowest TokCost (axis "tok") or the lowest latency ("lat")."""
+    backbone of the lowest TokCost (axis "tok") or the lowest latency ("lat"). With `priced`, the cheapest of
+    those whose cost is above zero, if any: a free backbone fits every budget, so a range of budgets starts
+    where spending does."""
     context = experiment.context
     costs = {"tok": context.backbone_tok_cost, "lat": context.backbone_latency_s}
     if axis not in costs:
         raise AgentBalanceError(f"unknown cost axis {axis!r}; known: tok, lat")
-    cheapest = context.backbone_names[int(torch.argmin(costs[axis]))]
+    cost = costs[axis]
+    if priced and bool((cost > 0).any()):
+        cost = torch.where(cost > 0, cost, torch.inf)
+    cheapest = context.backbone_names[int(torch.argmin(cost))]
     return MAS.single(experiment.roles.decision.name, cheapest)

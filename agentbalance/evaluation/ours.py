@@ -24,7 +24,7 @@ from agentbalance.evaluation.curve_files import AXES
 from agentbalance.evaluation.measure import cheapest_mas, measure
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
-from agentbalance.policy.context import ControllerContext
+from agentbalance.policy.context import LATENCY_FLOOR_S, TOK_COST_FLOOR, ControllerContext
 from agentbalance.policy.controller import ABLATIONS, ControllerConfig
 from agentbalance.pooling import random_pools
 from agentbalance.query import Query
@@ -75,9 +75,11 @@ class AgentBalanceMethod:
         if axis not in self._ranges:
             val = experiment.splits.val
             base = measure(experiment, [base_mas(experiment)] * len(val), val)
-            alone = measure(experiment, [cheapest_mas(experiment, axis)] * len(val), val)
-            ratio = max(MIN_RATIO, getattr(base, axis) / getattr(alone, axis))
-            loosest = Budget(tok=base.tok) if axis == "tok" else Budget(lat=base.lat)
+            alone = measure(experiment, [cheapest_mas(experiment, axis, priced=True)] * len(val), val)
+            floor = TOK_COST_FLOOR if axis == "tok" else LATENCY_FLOOR_S  # every backbone free: a range all the same
+            loosest_cost = max(getattr(base, axis), floor)
+            ratio = max(MIN_RATIO, loosest_cost / max(getattr(alone, axis), floor))
+            loosest = Budget(tok=loosest_cost) if axis == "tok" else Budget(lat=loosest_cost)
             self._ranges[axis] = BudgetRange(loosest, ratio, max(2, self._points))
         return self._ranges[axis]
 

@@ -21,6 +21,16 @@ from agentbalance.roles import RoleKind, RoleSet
 
 BACKBONE_NUMERIC_FEATURES = 5  # perf, log TokCost, log Lat, reasoning flag, log active params
 
+# A free backbone (price 0: a model served on one's own machine) has no log cost. The features read a cost below
+# these as these, far cheaper than any priced backbone yet finite: Tok in USD per 100 queries, Lat in seconds.
+TOK_COST_FLOOR = 1e-5
+LATENCY_FLOOR_S = 1e-3
+
+
+def log_costs(tok_cost: torch.Tensor, latency_s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """log TokCost and log Lat, each floored (a free or instant backbone stays a finite feature)."""
+    return torch.log(tok_cost.clamp_min(TOK_COST_FLOOR)), torch.log(latency_s.clamp_min(LATENCY_FLOOR_S))
+
 
 @dataclass(frozen=True)
 class ControllerCatalogs:
@@ -71,11 +81,12 @@ class ControllerContext:
         triples = pools.triples.loc[list(names)]
         role_texts = [f"{role.name}: {role.description}" for role in roles]
         decision = next(i for i, role in enumerate(roles) if role.kind is RoleKind.DECISION)
+        tok_cost, latency_s = triples["tok_cost"].to_numpy(float), triples["lat"].to_numpy(float)
         numeric = np.stack(
             [
                 triples["perf"].to_numpy(float) / 100,
-                np.log(triples["tok_cost"].to_numpy(float)),
-                np.log(triples["lat"].to_numpy(float)),
+                np.log(np.maximum(tok_cost, TOK_COST_FLOOR)),
+                np.log(np.maximum(latency_s, LATENCY_FLOOR_S)),
                 np.array([float(b.reasoning) for b in backbones]),
                 np.array([math.log(b.params_active_b or 10.0) for b in backbones]),
             ],
@@ -88,8 +99,8 @@ class ControllerContext:
             backbone_names=names,
             profile_embeddings=torch.from_numpy(encoder.encode_profiles(backbones)).float(),
             backbone_numeric=torch.from_numpy(_standardise(numeric)).float(),
-            backbone_latency_s=torch.tensor(triples["lat"].to_numpy(float), dtype=torch.float32),
-            backbone_tok_cost=torch.tensor(triples["tok_cost"].to_numpy(float), dtype=torch.float32),
+            backbone_latency_s=torch.tensor(latency_s, dtype=torch.float32),
+            backbone_tok_cost=torch.tensor(tok_cost, dtype=torch.float32),
             pool_of_backbone=torch.tensor([pools.pool_of(name) for name in names]),
             pool_count=len(pools.pools),
         )

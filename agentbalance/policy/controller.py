@@ -18,7 +18,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
 from agentbalance.policy.agent_pools import AgentPoolChoice
 from agentbalance.policy.condition import CONDITION_DIM
-from agentbalance.policy.context import ControllerContext
+from agentbalance.policy.context import ControllerContext, log_costs
 from agentbalance.policy.difficulty import DifficultyEstimator
 from agentbalance.policy.escalation import EscalationFlags
 from agentbalance.policy.gating import AgentGating
@@ -188,8 +188,7 @@ class Controller(nn.Module):
             agents = self.representation.roles_only(ctx.role_embeddings, batch)
         else:
             agents = self.representation(ctx.role_embeddings, query_embeddings, vectors[backbones])
-        log_latency = torch.log(ctx.backbone_latency_s[backbones])
-        log_cost = torch.log(ctx.backbone_tok_cost[backbones])
+        log_cost, log_latency = log_costs(ctx.backbone_tok_cost[backbones], ctx.backbone_latency_s[backbones])
         keep_logits = self.gating(agents, log_latency, log_cost, condition)
         gated = torch.ones_like(keep_logits, dtype=torch.bool)
         gated[:, ctx.decision_index] = False  # the decision agent carries no gate

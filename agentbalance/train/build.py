@@ -237,8 +237,11 @@ def run_documents(
     """config.json (what loading the controller needs, see `RunConfig`) and metrics.json of a build."""
     roles, task = experiment.roles, spec.experiment
     config = {
-        "world": task.world,
-        "catalog": task.catalog,
+        # absolute paths: `run`, `evaluate` and `serve` reopen this world from any working directory
+        "world": f"replay:{Path(task.world.removeprefix('replay:')).resolve()}"
+        if task.world.startswith("replay:")
+        else task.world,
+        "catalog": str(Path(task.catalog).resolve()) if task.catalog else None,
         "roles": roles.source,
         "role_names": list(roles.names),
         # the library itself, so the run folder works on another machine or after the file changed
@@ -253,7 +256,9 @@ def run_documents(
         "train": dataclasses.asdict(spec.train),
         "seed": spec.seed,
         "sizes": list(task.sizes),
-        "task": {"name": task.task, "data": task.data, "limit": task.limit} if task.task else None,
+        "task": {"name": task.task, "data": str(Path(task.data).resolve()) if task.data else None, "limit": task.limit}
+        if task.task
+        else None,
         "lambdas": result.lambdas,
         "budget_range": result.budget_range.to_json() if result.budget_range is not None else None,
     }

@@ -176,7 +176,16 @@ def load_controller(
     if catalogs is None or set(catalogs.described.names) == set(trained.described.names):
         catalogs = trained
     complements = config.complements if catalogs is trained else []  # measured on the run's own world only
-    pools = build_pools(catalogs.pooled, k=config.pool_count, seed=config.run_seed, complements=complements)
+    try:
+        pools = build_pools(catalogs.pooled, k=config.pool_count, seed=config.run_seed, complements=complements)
+    except AgentBalanceError as error:
+        if catalogs is trained:
+            raise
+        raise AgentBalanceError(
+            f"{folder}: this controller chooses among {config.pool_count} pools, so it needs a catalog that can make "
+            f"as many, and {catalogs.pooled.source} cannot ({error}); use a catalog with more backbones on its Pareto "
+            f"front, or build a controller with fewer pools (`build --pools N`)"
+        ) from None
     if catalogs is trained and pools.pools != config.pools:
         raise AgentBalanceError(
             f"{folder}: its saved catalogs no longer give the pools it was trained with; rebuild it with "
