@@ -111,6 +111,11 @@ def test_evaluate_reports_the_builds_test_numbers_by_default(tmp_path: Path) -> 
     keys = ("perf", "tok", "lat", "feasible", "n")
     build_json, evaluate_json = json.loads(built.stdout.splitlines()[-1]), json.loads(evaluated.stdout)
     assert {k: evaluate_json[k] for k in keys} == {k: build_json[k] for k in keys}
+    # and the validation numbers `build` reports are what the kept policy does there (an anchored start is
+    # judged by its cost on training and validation questions: that is reported apart, as `judged`)
+    on_val = json.loads(agentbalance("evaluate", "--model", "run", "--split", "val", *common, cwd=tmp_path).stdout)
+    reported = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert {k: on_val[k] for k in ("perf", "tok", "lat")} == {k: reported["val"][k] for k in ("perf", "tok", "lat")}
 
 
 def test_run_of_a_replay_controller_replays_its_own_world_from_anywhere(tmp_path: Path) -> None:

@@ -171,7 +171,15 @@ def build(
     )
     if result.points:
         console.print(budget_points_table(result.points, console.width))
-    if result.feasible:
+    judged = result.judged
+    if result.feasible and judged is not None:
+        console.print(
+            f"budget met by the cost on the training and validation questions (upper bound Tok {judged.tok_upper:.4f}, "
+            f"Lat {judged.lat_upper:.1f} s): the kept policy is the anchored start, which learned from neither; "
+            "test numbers above",
+            highlight=False,
+        )
+    elif result.feasible:
         console.print("budget met on validation (upper bound); test numbers above", highlight=False)
     else:
         cheapest = result.cheapest

@@ -265,6 +265,8 @@ def run_documents(
     metrics = {
         "feasible": result.feasible,
         "val": result.val.to_json(),
+        # the anchored start kept: its budget was judged by this (Perf on validation, cost on train + val)
+        "judged": result.judged.to_json() if result.judged is not None else None,
         "test": result.test.to_json(),
         "cheapest": result.cheapest.to_json(),
         "difficulty_estimator_test": result.difficulty,

@@ -62,6 +62,9 @@ class TrainResult:
     score: tuple[int, float] = (0, 0.0)  # `budget_score` on validation at the best deltas: restarts compare it
     anchored: bool = False  # the weights kept are the anchored start itself (no REINFORCE epoch beat it)
     anchor_margin: float = 0.0  # what a trained policy must win by on validation to replace the anchored start
+    # the anchored start kept: what its budget was judged by (Perf on validation, cost on the training and
+    # validation questions, `anchor.judged_with_known_cost`); `val` is then what it does on validation alone
+    judged: Evaluation | None = None
 
     def to_json(self) -> dict[str, object]:
         document = asdict(self)
@@ -85,4 +88,5 @@ class TrainResult:
             score=(int(document["score"][0]), float(document["score"][1])),
             anchored=bool(document["anchored"]),
             anchor_margin=float(document["anchor_margin"]),
+            judged=Evaluation(**document["judged"]) if document.get("judged") is not None else None,
         )

@@ -178,7 +178,10 @@ class Trainer:
     ) -> TrainResult:
         """The report of the kept weights: validation as calibrated, then (only now) the test split."""
         run = self.run
-        feasible, val_eval, _ = calibrated[-1]
+        feasible, judged, _ = calibrated[-1]
+        # the anchored start is judged by its cost on the training and validation questions; what it does on
+        # validation alone is reported as validation, so `evaluate --split val` reproduces it
+        val_eval = run.evaluate(val) if anchored else judged
         lambda_tok, lambda_lat = self.duals.lambdas()
         points = []
         if run.budget_range is not None:
@@ -188,7 +191,8 @@ class Trainer:
                         "budget": asdict(run.targets[target]),
                         "delta": delta,
                         "feasible": ok,
-                        "val": asdict(evaluation),
+                        "val": asdict(run.evaluate(val, target) if anchored else evaluation),
+                        **({"judged": asdict(evaluation)} if anchored else {}),
                         "test": asdict(run.evaluate(test, target)),
                     }
                 )
@@ -208,6 +212,7 @@ class Trainer:
             score=score,
             anchored=anchored,
             anchor_margin=self.anchored.margin if self.anchored is not None else 0.0,
+            judged=judged if anchored else None,
         )
 
     def _step(self, batch: Sequence[Query], optimiser: torch.optim.Optimizer, generator: np.random.Generator) -> float:
