@@ -183,13 +183,20 @@ class TextEncoder:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
+            from transformers.utils import logging as transformers_logging
+
             path = _resolve_model_path(self.model_name)
+            bars = transformers_logging.is_progress_bar_enabled()
+            transformers_logging.disable_progress_bar()  # a "Loading weights" bar in every command's output
             try:
                 model = SentenceTransformer(path, device="cpu", local_files_only=True)
             except OSError as error:
                 raise AgentBalanceError(
                     f"cannot load text encoder {self.model_name!r} offline from {path}: {error}"
                 ) from None
+            finally:
+                if bars:
+                    transformers_logging.enable_progress_bar()
             self._model = model.double()  # see ENCODER_PRECISION
         return self._model
 

@@ -191,8 +191,9 @@ class TrainedController:
         limit: int | None = None,
         live: LiveOptions | None = None,
     ) -> ExperimentSpec:
-        """The experiment it was built on, with what the caller changes: another world (then its own catalog
-        unless `catalog` names one), seed, or task (then `data`/`limit` are that task's)."""
+        """The experiment it was built on, with what the caller changes: another world (a replay world then
+        brings its own catalog; the simulator and a live endpoint keep the run's, unless `catalog` names one),
+        seed, or task (then `data`/`limit` are that task's)."""
         saved = self.config.task
         if task is None and saved is not None:  # the run's own task, with what the caller overrides
             task = saved.name
@@ -200,7 +201,7 @@ class TrainedController:
             limit = saved.limit if limit is None else limit
         return ExperimentSpec(
             world=world or self.config.world,
-            catalog=catalog if world is not None or catalog is not None else self.config.catalog,
+            catalog=catalog or self.config.catalog_for(world),
             sizes=self.config.split_sizes,
             task=task,
             data=data,

@@ -192,6 +192,12 @@ def test_a_free_backbone_is_trained_with_not_a_crash(tmp_path: Path) -> None:
     built = agentbalance("build", "--budget-tok", "0.05", *common, *SMALL[6:], "--out", "run", "--json", cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     assert "RuntimeWarning" not in built.stderr and json.loads(built.stdout)["feasible"] is True
+    # `run --model` runs it on the backbones it was built with (never silently the shipped catalog's), from anywhere
+    (tmp_path / "elsewhere").mkdir()
+    ran = agentbalance("run", "--model", "../run", "What is 2 + 2?", "--json", cwd=tmp_path / "elsewhere")
+    assert ran.returncode == 0, ran.stderr
+    names = {entry["name"] for entry in catalog["backbones"]}
+    assert {agent["backbone"] for agent in json.loads(ran.stdout)["agents"]} <= names
     curve = agentbalance("curve", "--methods", "agentbalance,single", "--points", "2", *common, "--epochs", "2",
                          "--out", "curve", cwd=tmp_path)  # fmt: skip
     assert curve.returncode == 0, curve.stderr

@@ -112,3 +112,16 @@ def serve_budget(tok: float | None, lat: float | None) -> Budget | None:
     from agentbalance.budgets import Budget
 
     return Budget(tok, lat) if tok is not None or lat is not None else None
+
+
+def run_world(model: Path, world: str | None, catalog: Path | None) -> tuple[str, Path | None]:
+    """`--world` and `--catalog` for a `--model`: by default the world it was trained in, and in a world with no
+    catalog of its own (the simulator, a live endpoint) the catalog it was built with: its own backbones, never
+    silently the shipped ones (`RunConfig.catalog_for`)."""
+    from agentbalance.train.run_folder import read_run_config
+
+    config = read_run_config(model)
+    world = world or config.world
+    if catalog is None and (named := config.catalog_for(world)) is not None:
+        catalog = Path(named)
+    return world, catalog

@@ -30,6 +30,7 @@ from agentbalance.cli.app import (
     TaskOption,
     TimeoutOption,
     reports_user_errors,
+    run_world,
     serve_budget,
 )
 from agentbalance.cli.tables import agents_table, evaluation_table, print_result_json
@@ -125,11 +126,8 @@ def run(
     caps = Caps(max_usd, max_seconds)
     if (mas_path is None) == (model is None):
         raise AgentBalanceError("give either --mas FILE.json or --model RUN_FOLDER (exactly one)")
-    if world_spec is None and model is not None:  # where it was trained, as `evaluate` and the Python API do
-        from agentbalance.train.run_folder import read_run_config
-
-        trained = read_run_config(model)
-        world_spec, catalog = trained.world, catalog or (Path(trained.catalog) if trained.catalog else None)
+    if model is not None:  # by default where it was trained and on its backbones, as `evaluate` does
+        world_spec, catalog = run_world(model, world_spec, catalog)
     loaded_catalog = Catalog.load(catalog) if catalog is not None else None
     loaded_task = _load_task(task, data, limit, seed, question, input_path)
     parse = loaded_task.parse if loaded_task else None

@@ -24,6 +24,7 @@ from agentbalance.cli.app import (
     ServeBudgetTokOption,
     TimeoutOption,
     reports_user_errors,
+    run_world,
     serve_budget,
 )
 from agentbalance.errors import AgentBalanceError
@@ -39,7 +40,9 @@ def serve(
     model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
     host: Annotated[str, typer.Option(help="Address to bind; off loopback, --api-key-file is required.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
-    world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
+    world_spec: Annotated[
+        str | None, typer.Option("--world", help=f"{WORLD_HELP} (default: the world it was trained in)")
+    ] = None,
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the world.")] = 0,
@@ -106,6 +109,7 @@ def serve(
         max_tokens=max_tokens,
         concurrency_per_backbone=concurrency_per_backbone,
     )
+    world_spec, catalog = run_world(model, world_spec, catalog)
     world = open_world(world_spec, Catalog.load(catalog) if catalog is not None else None, seed=seed, live=live)
     served = ServedModel.load(model, world, RoleSet.load(roles) if roles is not None else None)
     if options.budget is not None:

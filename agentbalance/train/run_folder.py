@@ -68,6 +68,13 @@ class RunConfig(BaseModel):
         """The seed the run was built with: it also drew the world's split, so its test split is this seed's."""
         return int(self.seed if self.seed is not None else self.train.get("seed", 0))
 
+    def catalog_for(self, world: str | None) -> str | None:
+        """The catalog a world opened for this run takes when none is named: the run's own world's, and a
+        replay world's own `models.yaml`; the simulator and a live endpoint, which have none, the run's."""
+        if world is None or not world.startswith("replay:"):
+            return self.catalog
+        return None
+
     @property
     def trained_budget(self) -> Budget:
         return Budget(**self.budget)
