@@ -182,7 +182,6 @@ class TextEncoder:
     def _load(self) -> SentenceTransformer:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
-
             from transformers.utils import logging as transformers_logging
 
             path = _resolve_model_path(self.model_name)

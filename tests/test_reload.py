@@ -139,3 +139,20 @@ def test_run_of_a_replay_controller_replays_its_own_world_from_anywhere(tmp_path
     assert trace["world"] == "replay:tiny-mcq" and trace["id"] == question_id
     text = agentbalance("run", "--model", "../run", "Which option?", cwd=elsewhere)
     assert text.returncode == 2 and "give them with --input FILE.jsonl" in text.stderr
+
+
+def test_a_budget_out_of_reach_is_said_by_build_and_by_evaluate(tmp_path: Path) -> None:
+    """Below the fastest backbone alone a latency budget cannot be met: `build` names the fastest point (not
+    the cheapest), and `evaluate`'s table says the budget is not met and by what, not only its `--json`."""
+    write_world(tmp_path / "tiny-mcq", *mcq_tables())
+    built = agentbalance(
+        "build", "--budget-lat", "0.0001", "--world", "replay:tiny-mcq", "--train", "12", "--val", "4", "--test", "4",
+        "--epochs", "1", "--restarts", "1", "--out", "run", cwd=tmp_path,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    said = " ".join(built.stdout.split())
+    assert "budget NOT feasible: the fastest reachable point" in said
+    reported = json.loads((tmp_path / "run" / "metrics.json").read_text())["cheapest"]
+    evaluated = agentbalance("evaluate", "--model", "run", cwd=tmp_path)
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "budget NOT met on test: Lat" in " ".join(evaluated.stdout.split()) and reported["lat"] > 0.0001

@@ -184,8 +184,9 @@ def build(
     else:
         cheapest = result.cheapest
         console.print(
-            f"budget NOT feasible: the cheapest reachable point is Tok {cheapest.tok:.4f} USD/100 queries, "
-            f"Lat {cheapest.lat:.1f} s (one agent on the cheapest backbone, Perf {100 * cheapest.perf:.1f}%)",
+            f"budget NOT feasible: the {'fastest' if budget_tok is None else 'cheapest'} reachable point is "
+            f"Tok {cheapest.tok:.4f} USD/100 queries, Lat {cheapest.lat:.1f} s (one agent on the "
+            f"{'fastest' if budget_tok is None else 'cheapest'} backbone, Perf {100 * cheapest.perf:.1f}%)",
             highlight=False,
         )
     quality = result.difficulty

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -43,6 +43,10 @@ from agentbalance.runtime.runner import Runner
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import WORLD_HELP, LiveOptions, open_task, open_world
 from agentbalance.worlds.base import RecordedWorld, World, same_recorded_answer
+
+if TYPE_CHECKING:
+    from agentbalance.budgets import Budget
+    from agentbalance.evaluation.measure import Evaluation
 
 
 def _roles_for(mas: MAS, roles: str | None, world: World) -> RoleSet:
@@ -205,6 +209,16 @@ def run(
         )
 
 
+def _over_budget(result: Evaluation, budget: Budget) -> str:
+    """Which means exceed the budget, and by what."""
+    parts = []
+    if budget.tok is not None and result.tok > budget.tok:
+        parts.append(f"Tok {result.tok:.4g} over {budget.tok:.4g} USD/100 queries")
+    if budget.lat is not None and result.lat > budget.lat:
+        parts.append(f"Lat {result.lat:.4g} over {budget.lat:.4g} s/query")
+    return ", ".join(parts)
+
+
 @reports_user_errors
 def evaluate(
     model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
@@ -256,6 +270,13 @@ def evaluate(
     console.print(
         evaluation_table(f"{model} on {spec.world}", [(split, result)], budget.tok, budget.lat, console.width)
     )
+    served = controller.serving(asked)[0]
+    if asked is not None and served != asked:  # a budget-conditioned controller serves within its range
+        console.print(f"served as the nearest budget of its range: {served.describe()}", highlight=False)
+    if feasible:
+        console.print(f"budget met on {split} (means)", highlight=False)
+    else:
+        console.print(f"budget NOT met on {split}: {_over_budget(result, budget)}", highlight=False)
 
 
 @reports_user_errors

@@ -197,7 +197,9 @@ class Trainer:
                     }
                 )
         test_eval = run.evaluate(test)
-        cheapest = cheapest_mas(run.experiment)  # the cheapest point reachable, for the report
+        # the cheapest point reachable on the budget's axis (the fastest for a latency budget alone), for the report
+        user_budget = run.targets[-1]
+        cheapest = cheapest_mas(run.experiment, "lat" if user_budget.tok is None and user_budget.lat else "tok")
         cheapest_eval = measure(run.experiment, [cheapest] * len(val), val, self.config.confidence_z)
         return TrainResult(
             feasible=feasible,
