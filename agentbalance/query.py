@@ -36,6 +36,13 @@ class Query(BaseModel):
     domain: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("question")
+    @classmethod
+    def _question_is_visible(cls, question: str) -> str:
+        if not question.strip():
+            raise ValueError("a question needs a visible character (it is blank)")
+        return question
+
     @field_validator("choices")
     @classmethod
     def _choices_fit_letters(cls, choices: tuple[str, ...] | None) -> tuple[str, ...] | None:

@@ -158,3 +158,18 @@ def test_runs_table_marks_a_skipped_and_an_escalated_conditional_agent(tmp_path:
     assert "inputs agreed" in first and "ran: inputs disagreed" not in first
     assert "ran: inputs disagreed" in second and "escalated: inputs disagreed" in second
     assert "escalated 50%" in second
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_blank_query_is_one_clear_error_line(tmp_path: Path, blank: str) -> None:
+    """A blank QUERY text, or a blank question in a query file, is refused by name, never run nor a traceback."""
+    single = {"agents": [{"id": "d", "role": "Decision Maker", "backbone": "qwen3-8b"}], "edges": [], "decision": "d"}
+    write_json(tmp_path / "mas.json", single)
+    done = agentbalance("run", "--mas", "mas.json", blank, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert [line for line in done.stderr.splitlines() if line.strip()] == [
+        "error: the QUERY text is blank: give a question, or --input FILE.jsonl"
+    ]
+    (tmp_path / "blank.jsonl").write_text(json.dumps({"id": "q1", "question": blank}) + "\n", encoding="utf-8")
+    from_file = agentbalance("run", "--mas", "mas.json", "--input", "blank.jsonl", cwd=tmp_path)
+    assert from_file.returncode == 2 and "blank.jsonl: line 1" in from_file.stderr and "question" in from_file.stderr

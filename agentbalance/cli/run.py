@@ -93,6 +93,8 @@ def _queries_for(question: str | None, input_path: Path | None, world: World, ta
     if input_path is not None:
         queries = read_queries(input_path, question_optional=recorded)
     else:
+        if not (question or "").strip():
+            raise AgentBalanceError("the QUERY text is blank: give a question, or --input FILE.jsonl")
         queries = [Query(id="q1", question=question or "")]
     return [world.resolve_query(query) for query in queries] if isinstance(world, RecordedWorld) else queries
 
