@@ -385,6 +385,14 @@ def test_unreadable_model_names_are_refused_with_the_syntax(name: str, status: i
     assert refused.value.status == status and fragment in refused.value.message
 
 
+def test_an_unknown_model_is_told_the_budget_form_only_where_the_model_takes_one() -> None:
+    """A controller trained for one budget refuses a budget in the model name, so its 404 must not offer one."""
+    for budgeted in (True, False):
+        with pytest.raises(ProtocolError) as refused:
+            budget_of_model("gpt-4o", budgeted=budgeted)
+        assert refused.value.status == 404 and ("tok=0.2" in refused.value.message) is budgeted
+
+
 # ----------------------------------------------------------------------------- what a request may not ask
 
 USER = {"role": "user", "content": QUESTION}

@@ -307,7 +307,7 @@ def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastA
 
     @app.post("/v1/chat/completions", dependencies=[Depends(authorised)])
     async def chat_completions(body: ChatRequest) -> JSONResponse:
-        asked = read_request(body, options.name)
+        asked = read_request(body, options.name, budgeted=model.controller.budget_range is not None)
         budget = asked.budget or options.budget
         served = model.serving(budget)
         query = model.query(asked)

@@ -104,8 +104,9 @@ class Asked:
     query_id: str | None
 
 
-def read_request(request: ChatRequest, served: str = SERVED_MODEL) -> Asked:
-    """The question and budget of a request, or a ProtocolError saying what to change."""
+def read_request(request: ChatRequest, served: str = SERVED_MODEL, budgeted: bool = True) -> Asked:
+    """The question and budget of a request, or a ProtocolError saying what to change (`budgeted`: the model
+    takes a budget in its name, so an unknown name is told that form)."""
     if request.stream:
         raise ProtocolError(
             400, "stream: streaming is not supported; send stream: false (or leave it out)", param="stream"
@@ -122,7 +123,7 @@ def read_request(request: ChatRequest, served: str = SERVED_MODEL) -> Asked:
         )
     if request.logprobs:
         raise ProtocolError(400, "logprobs: a MAS answer has no token log-probabilities", param="logprobs")
-    named = budget_of_model(request.model, served)
+    named = budget_of_model(request.model, served, budgeted)
     given = request.budget
     if given is not None and named is not None:
         raise ProtocolError(
@@ -132,16 +133,16 @@ def read_request(request: ChatRequest, served: str = SERVED_MODEL) -> Asked:
     return Asked(question_of(request.messages), budget, request.query_id)
 
 
-def budget_of_model(name: str, served: str = SERVED_MODEL) -> Budget | None:
+def budget_of_model(name: str, served: str = SERVED_MODEL, budgeted: bool = True) -> Budget | None:
     """The budget a model name asks for: `agentbalance` (None: the server's), `agentbalance:tok=0.2,lat=10`."""
     if name == served:
         return None
     prefix = f"{served}:"
     if not name.startswith(prefix):
+        with_budget = f" (with a budget: {prefix}tok=0.2,lat=10)" if budgeted else ""
         raise ProtocolError(
             404,
-            f"model: the model {name!r} does not exist; this server serves {served!r} (with a budget: "
-            f"{prefix}tok=0.2,lat=10)",
+            f"model: the model {name!r} does not exist; this server serves {served!r}{with_budget}",
             param="model",
             code="model_not_found",
         )

@@ -69,7 +69,7 @@ def fit_prompt(call: AgentCall, context_tokens: int, max_tokens: int) -> FittedP
         return FittedPrompt(call.messages)
     if available < len(call.inputs) * MARKER_TOKENS:
         raise AgentCallFailed(
-            f"{call.agent.id}: the prompt (about {own} tokens of role prompt and question) and "
+            f"the prompt (about {own} tokens of role prompt and question) and "
             f"max_tokens {max_tokens} do not fit {where} (a margin of {margin_tokens(context_tokens)} kept); "
             "lower the backbone's max_tokens or give it a larger context_tokens"
         )
