@@ -95,12 +95,19 @@ def test_a_torn_checkpoint_is_detected_and_that_restart_trained_again(reference,
     assert metrics == expected[0] and same_state(state, expected[1])
 
 
-def test_other_options_never_reuse_a_checkpoint(reference, tmp_path: Path) -> None:
+def test_other_options_never_reuse_a_checkpoint_nor_replace_a_finished_build(reference, tmp_path: Path) -> None:
+    """Over a finished build of other options `build` refuses (it would lose that controller); over the
+    checkpoints of a killed one it trains afresh, reusing none of them."""
     out = tmp_path / "run"
     shutil.copytree(reference[0], out)
-    other = agentbalance("build", "--budget-tok", "0.2", *SMALL, "--out", str(out), cwd=tmp_path)
-    assert other.returncode == 0, other.stderr
-    assert "resumed" not in other.stdout + other.stderr
+    other = ["build", "--budget-tok", "0.2", *SMALL, "--out", str(out)]
+    refused = agentbalance(*other, cwd=tmp_path)
+    assert refused.returncode == 2 and "already holds a controller built with other options" in refused.stderr
+    assert json.loads((out / "config.json").read_text())["budget"]["tok"] == 0.5  # untouched
+    (out / "controller.pt").unlink()  # as a build killed before it wrote its controller leaves it
+    again = agentbalance(*other, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "resumed" not in again.stdout + again.stderr
     assert json.loads((out / "config.json").read_text())["budget"]["tok"] == 0.2
 
 

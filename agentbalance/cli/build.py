@@ -85,7 +85,7 @@ def build(
     from agentbalance.executors import ExecutorSpec
     from agentbalance.experiment import ExperimentSpec
     from agentbalance.policy.controller import ControllerConfig
-    from agentbalance.train.build import BuildSpec
+    from agentbalance.train.build import BuildSpec, holds_another_build
     from agentbalance.train.build import build as run_build
     from agentbalance.train.config import TrainConfig
 
@@ -122,6 +122,11 @@ def build(
         budget_range=budget_range,
     )
     folder = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    if holds_another_build(folder, spec):
+        raise AgentBalanceError(
+            f"{folder} already holds a controller built with other options; give another --out, or remove "
+            "that folder to replace it (a rerun with the same options resumes there)"
+        )
     console = Console(stderr=as_json)
     if world_spec in ("sim", "simulated"):
         console.print("world: simulated (a calibrated simulator, not real LLM calls)", highlight=False)

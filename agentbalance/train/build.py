@@ -98,6 +98,20 @@ def build(
     return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored, elsewhere)
 
 
+def holds_another_build(out: Path, spec: BuildSpec) -> bool:
+    """Whether `out` holds a finished controller that a build of `spec` would replace: one whose restart
+    checkpoints are of other options, or that has none (a rerun with the same options resumes instead)."""
+    if not (out / "controller.pt").exists():
+        return False
+    fingerprints = set()
+    for saved in (out / "checkpoints").glob("restart-*.json"):
+        try:
+            fingerprints.add(json.loads(saved.read_text(encoding="utf-8")).get("fingerprint"))
+        except (OSError, ValueError, AttributeError):  # unreadable: not a checkpoint of these options
+            continue
+    return build_fingerprint(spec) not in fingerprints
+
+
 @contextmanager
 def one_torch_thread() -> Iterator[None]:
     """Train on one intra-op thread: floating-point sums then run in one fixed order, so one seed gives
