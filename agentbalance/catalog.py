@@ -295,9 +295,12 @@ class Catalog(NamedCollection[Backbone]):
             return list(benchmarks)
         common = self.common_benchmarks()
         if not common:
+            unscored = [b.name for b in self.backbones if not b.scores]
+            verb = "has" if len(unscored) == 1 else "have"
+            missing = f" ({', '.join(unscored)} {verb} no scores)" if unscored else ""
             raise AgentBalanceError(
-                f"{self.source}: no benchmark is scored for every backbone, so Perf cannot be compared; "
-                "add scores or name the benchmarks to use"
+                f"{self.source}: no benchmark is scored for every backbone{missing}, so Perf cannot be compared; "
+                "give every backbone a score on one common benchmark (a replay world measures Perf itself)"
             )
         return common
 

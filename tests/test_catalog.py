@@ -122,6 +122,10 @@ def test_perf_without_a_needed_score_names_the_backbone_and_the_file(tmp_path: P
         Catalog.load(path).triples()
     with pytest.raises(AgentBalanceError, match=r"catalog.yaml: backbone 'other' has no score for mmlu"):
         Catalog.load(path).triples(["mmlu"])
+    unscored = {k: v for k, v in GOOD_ENTRY.items() if k != "scores"} | {"name": "bare"}
+    path = write_catalog(tmp_path, [GOOD_ENTRY, unscored])
+    with pytest.raises(AgentBalanceError, match=r"every backbone \(bare has no scores\)"):
+        Catalog.load(path).triples()
 
 
 @pytest.mark.parametrize(
