@@ -11,7 +11,7 @@ import pytest
 
 from agentbalance.catalog import Catalog
 from tests.conftest import agentbalance, write_math_questions
-from tests.loopback_server import LoopbackServer
+from tests.loopback_server import Fault, LoopbackServer
 
 pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
 
@@ -253,6 +253,24 @@ def test_run_in_the_live_world_against_a_loopback_endpoint(tmp_path: Path) -> No
             *args[:-2], "--no-cache", "What is 3 + 3?", cwd=tmp_path, env={"AGENTBALANCE_API_KEY": "sk-wrong"}
         )
         one_error_line(wrong, "rejected the API key")
+
+
+def test_a_live_build_keeps_to_its_per_backbone_concurrency(tmp_path: Path) -> None:
+    """A one-slot server (llama.cpp's default) must see one call at a time per backbone, or queueing counts as
+    latency and calls time out: `build` takes `--concurrency-per-backbone` like `run`, `record` and `serve`."""
+    one = {"backbones": [Catalog.load()["qwen3-8b"].model_dump(mode="json", exclude_none=True)]}
+    (tmp_path / "one.yaml").write_text(json.dumps(one), encoding="utf-8")
+    questions = write_math_questions(tmp_path / "q.jsonl", 8)
+    with LoopbackServer(api_keys={"sk-loopback"}) as server:
+        server.always("qwen3-8b", Fault(kind="slow", delay_s=0.02))  # calls overlap unless the client holds back
+        done = agentbalance(
+            "build", "--budget-tok", "1", "--world", "live", "--base-url", server.base_url, "--catalog", "one.yaml",
+            "--task", "jsonl", "--data", str(questions), "--train", "4", "--val", "2", "--test", "2",
+            "--epochs", "1", "--restarts", "1", "--concurrency-per-backbone", "1", "--no-cache", "--out", "run",
+            cwd=tmp_path, env={"AGENTBALANCE_API_KEY": "sk-loopback"},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert len(server.requests) >= 8 and server.max_in_flight == 1  # without the option: 16 at once
 
 
 def test_build_and_evaluate_in_the_live_world_with_a_task(tmp_path: Path) -> None:

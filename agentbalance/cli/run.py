@@ -240,6 +240,7 @@ def evaluate(
     no_cache: NoCacheOption = False,
     timeout: TimeoutOption = 60.0,
     concurrency: ConcurrencyOption = 16,
+    concurrency_per_backbone: ConcurrencyPerBackboneOption = None,
     max_tokens: MaxTokensOption = None,
     api_key_file: ApiKeyFileOption = None,
     budget_tok: ServeBudgetTokOption = None,
@@ -258,7 +259,14 @@ def evaluate(
         data=str(data) if data else None,
         limit=limit,
         live=LiveOptions(
-            base_url, cache_dir, not no_cache, timeout, concurrency, api_key_file=api_key_file, max_tokens=max_tokens
+            base_url,
+            cache_dir,
+            not no_cache,
+            timeout,
+            concurrency,
+            api_key_file=api_key_file,
+            max_tokens=max_tokens,
+            concurrency_per_backbone=concurrency_per_backbone,
         ),
     )
     asked = serve_budget(budget_tok, budget_lat)
