@@ -44,8 +44,13 @@ def plot_pools(result: PoolingResult, path: Path, title: str = "") -> None:
             fontsize=7,
             color="0.1" if row.kept else "0.55",
         )
-    axes.set_xscale("log")
-    axes.set_xlabel("TokCost (USD per 100 single-agent queries, log scale)")
+    priced = triples["tok_cost"][triples["tok_cost"] > 0]
+    if len(priced) < len(triples):  # a free backbone has no place on a log axis: linear below the cheapest priced
+        axes.set_xscale("symlog", linthresh=float(priced.min()) if len(priced) else 1e-4)
+        axes.set_xlabel("TokCost (USD per 100 single-agent queries, log scale; linear near 0 = free)")
+    else:
+        axes.set_xscale("log")
+        axes.set_xlabel("TokCost (USD per 100 single-agent queries, log scale)")
     axes.set_ylabel(f"Perf (mean of {', '.join(result.benchmarks)})")
     axes.set_title(f"Pareto front and pools{': ' + title if title else ''}")
     axes.grid(True, which="both", alpha=0.3)
