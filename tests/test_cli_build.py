@@ -357,13 +357,26 @@ def test_record_from_a_live_endpoint_measures_latency_and_is_replayable(tmp_path
             str(catalog),
             "--out",
             "world",
-            "--no-cache",
+            "--cache-dir",
+            "cache",
             cwd=tmp_path,
             env={"AGENTBALANCE_API_KEY": "sk-loopback"},
         )
         assert done.returncode == 0, done.stderr
         assert len(server.requests) == 6
         assert any(r.body.get("enable_thinking") is True for r in server.requests if r.model == "large")
+        again = agentbalance(
+            *done.args[1:-4],
+            "--out",
+            "world2",
+            "--cache-dir",
+            "cache",
+            cwd=tmp_path,
+            env={"AGENTBALANCE_API_KEY": "sk-loopback"},
+        )
+        assert again.returncode == 0 and len(server.requests) == 6, again.stderr  # every call from the cache
+        said = " ".join(again.stdout.split())
+        assert "6 calls (6 from the cache)" in said and "(USD 0.0000 paid now)" in said
     import pandas as pd
 
     outcomes = pd.read_csv(tmp_path / "world" / "outcomes.csv.gz")

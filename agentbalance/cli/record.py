@@ -78,6 +78,8 @@ def record(
     Console().print(
         f"recorded {summary.questions} questions x {summary.backbones} backbones{times} into {out}: "
         f"{summary.calls} calls ({summary.cached} from the cache), {summary.failures} failed, "
-        f"USD {summary.cost_usd:.4f}, {summary.wall_s:.1f} s",
+        f"USD {summary.cost_usd:.4f} recorded"
+        + (f" (USD {summary.paid_usd:.4f} paid now)" if summary.cached else "")
+        + f", {summary.wall_s:.1f} s",
         highlight=False,
     )

@@ -71,6 +71,7 @@ class RecordSummary:
     ungraded: int  # calls whose answer the task could not grade (unknown gold): written as correct 0
     cost_usd: float  # as reported by the world (cached calls at their original cost)
     wall_s: float
+    paid_usd: float = 0.0  # what this recording paid: its calls not served from a cache
     accuracy: dict[str, float] = field(default_factory=dict)  # per backbone, failures counted as wrong
     failures_by_backbone: dict[str, int] = field(default_factory=dict)
     errors: tuple[str, ...] = ()  # the first few failure messages, for the user
@@ -342,6 +343,7 @@ def _summary(
         ungraded=sum(not row.graded for row in rows),
         cost_usd=sum(row.cost_usd for row in rows),
         wall_s=wall_s,
+        paid_usd=sum(row.cost_usd for row in rows if not row.cached),
         accuracy={name: sum(r.correct for r in own) / len(own) for name, own in per_backbone.items()},
         failures_by_backbone={name: sum(r.error is not None for r in own) for name, own in per_backbone.items()},
         errors=tuple(str(row.error) for row in failed[:5]),
