@@ -156,3 +156,13 @@ def test_a_budget_out_of_reach_is_said_by_build_and_by_evaluate(tmp_path: Path) 
     evaluated = agentbalance("evaluate", "--model", "run", cwd=tmp_path)
     assert evaluated.returncode == 0, evaluated.stderr
     assert "budget NOT met on test: Lat" in " ".join(evaluated.stdout.split()) and reported["lat"] > 0.0001
+
+
+def test_a_world_without_its_own_catalog_keeps_the_runs(replay_build: Built, tmp_path: Path) -> None:
+    """Opened in the simulator or a live world (which bring no catalog), a controller keeps the catalog it was
+    built with; a replay world brings its own `models.yaml`; a named `--catalog` always wins."""
+    from agentbalance.train.run_folder import read_run_config
+
+    config = read_run_config(replay_build.out).model_copy(update={"catalog": "/runs/own.yaml"})
+    assert config.catalog_for(None) == config.catalog_for("sim") == config.catalog_for("live") == "/runs/own.yaml"
+    assert config.catalog_for("replay:/elsewhere") is None
