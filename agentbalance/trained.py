@@ -36,7 +36,7 @@ from agentbalance.runtime.trace import Trace
 from agentbalance.tasks.base import Task
 from agentbalance.train.run_folder import RunConfig, load_controller, run_catalogs, run_roles
 from agentbalance.worlds import LiveOptions
-from agentbalance.worlds.base import SameAnswer, World, same_recorded_answer
+from agentbalance.worlds.base import RecordedWorld, SameAnswer, World, same_recorded_answer
 
 SPLITS = ("train", "val", "test", "all")
 
@@ -282,11 +282,24 @@ class TrainedController:
             opened, task = world, experiment_task(spec)
         else:
             opened, _, _, task = resolve_world(spec)
-        splits = experiment_splits(spec, opened, task)
-        queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
+        if split == "all":
+            splits = experiment_splits(spec, opened, task)
+            queries = every_question(opened, task) or splits.train + splits.val + splits.test
+        else:
+            queries = experiment_splits(spec, opened, task).get(split)
         controller = self.over(opened)
         masses = controller.construct_many(queries, budget)
         grader = task.score if task is not None else None
         same_answer = task.same_answer if task is not None else same_recorded_answer
         pairs = list(zip(masses, queries, strict=True))
         return masses, execute(opened, controller.roles, pairs, grader, same_answer=same_answer)
+
+
+def every_question(world: World, task: Task | None) -> list[Query]:
+    """Every question a task or a replay world holds, whatever the run's split sizes (`evaluate --split all`:
+    a controller on a whole new data set); empty for the simulator, whose questions are drawn, not held."""
+    if task is not None:
+        return list(task.items())
+    if isinstance(world, RecordedWorld):
+        return [query for name in ("train", "val", "test") for query in world.queries(name)]
+    return []

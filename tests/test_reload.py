@@ -3,6 +3,7 @@ or catalog the world is opened with, and without the world at hand."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -166,3 +167,14 @@ def test_a_world_without_its_own_catalog_keeps_the_runs(replay_build: Built, tmp
     config = read_run_config(replay_build.out).model_copy(update={"catalog": "/runs/own.yaml"})
     assert config.catalog_for(None) == config.catalog_for("sim") == config.catalog_for("live") == "/runs/own.yaml"
     assert config.catalog_for("replay:/elsewhere") is None
+
+
+def test_evaluate_all_takes_every_question_of_a_replay_world(replay_build: Built) -> None:
+    """`--split all` is a controller on a whole data set: every recorded question, not the build's split sizes."""
+    from agentbalance.trained import TrainedController
+
+    folder = Path(json.loads((replay_build.out / "config.json").read_text())["world"].removeprefix("replay:"))
+    recorded = len((folder / "questions.jsonl").read_text().splitlines())
+    controller = TrainedController.load(replay_build.out)
+    smaller = dataclasses.replace(controller.experiment_spec(), sizes=(4, 2, 2))  # as if built on fewer
+    assert controller.evaluate(split="all", spec=smaller).n == recorded > 4 + 2 + 2
