@@ -74,6 +74,17 @@ def test_a_rerun_resumes_and_finishes_with_the_same_points(sweep: Path, tmp_path
     assert rows_of(sweep / "curve.csv") == before
 
 
+def test_a_rerun_with_fewer_methods_keeps_the_others_in_the_summary(sweep: Path, tmp_path: Path) -> None:
+    """The folder's points of methods not asked again are results too: summary.csv and the plots keep them
+    (after the methods asked), rather than a rerun of one method erasing the rest."""
+    out = tmp_path / "out"
+    shutil.copytree(sweep, out)
+    done = agentbalance("curve", "--methods", "star", "--points", "3", *SMALL, "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [row["method"] for row in rows_of(out / "summary.csv")] == ["star", "agentbalance", "random"]
+    assert rows_of(out / "summary.csv")[1] == rows_of(sweep / "summary.csv")[0]  # agentbalance's, unchanged
+
+
 def test_the_single_llm_reference_is_measured_even_when_not_requested(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = agentbalance("curve", "--methods", "star", "--points", "3", *SMALL, "--out", str(out), cwd=tmp_path)

@@ -1,7 +1,8 @@
 """`agentbalance curve`: sweep every method's knob on one or several seeds, measure on test, summarise, plot.
 
 The base MAS (the metrics' B_max) and the single-LLM points (every backbone alone: the gains' reference)
-are measured on every seed, requested or not; summary rows and plot lines are for the requested methods.
+are measured on every seed, requested or not; summary rows and plot lines are for the requested methods, then
+for the other methods whose points the folder already holds on every seed (a rerun with fewer methods keeps them).
 
 A unit is one method (or the base MAS) on one seed: the grain an executor hands out (`executors.py`).
 A unit depends on its arguments only, so `--executor ray` gives the numbers of the local loop.
@@ -261,7 +262,8 @@ def _sweep(
         record_unit(unit, result)
         on_unit(finished, len(units))
     rows = {seed: points[seed].in_order(sweep.unit_methods()) for seed in seed_list}
-    summaries = {seed: summarise_curve(rows[seed], sweep.methods) for seed in seed_list}
+    shown = shown_methods(sweep.methods, rows)
+    summaries = {seed: summarise_curve(rows[seed], shown) for seed in seed_list}
     from agentbalance.evaluation.curve_plot import plot_curves
 
     for seed in seed_list:
@@ -270,11 +272,23 @@ def _sweep(
         base_row = next(r for r in rows[seed] if r.method == BASE_METHOD)
         title = sweep.spec.world if seeds is None else f"{sweep.spec.world}, seed {seed}"
         for axis in AXES:
-            plot_curves(rows[seed], sweep.methods, base_row, axis, folders[seed] / f"curve-{axis}.png", title=title)
-    summary = summaries[seed_list[0]] if seeds is None else seed_summary(summaries, sweep.methods)
+            plot_curves(rows[seed], shown, base_row, axis, folders[seed] / f"curve-{axis}.png", title=title)
+    summary = summaries[seed_list[0]] if seeds is None else seed_summary(summaries, shown)
     if seeds is not None:
         write_summary(out / "summary.csv", summary)
     return CurveResult(rows, summary, out, 0.0, skipped, running.description())
+
+
+def shown_methods(requested: Sequence[str], rows: dict[int, list[CurveRow]]) -> list[str]:
+    """The methods of the summary and plots: those requested, then any other whose points every seed's folder
+    holds from an earlier run (the base MAS and the gains' reference are shown only when requested)."""
+    held = [{row.method for row in seed_rows} for seed_rows in rows.values()]
+    earlier = [
+        method
+        for method in dict.fromkeys(row.method for seed_rows in rows.values() for row in seed_rows)
+        if method not in requested and method not in (BASE_METHOD, REFERENCE_METHOD) and all(method in h for h in held)
+    ]
+    return [*requested, *earlier]
 
 
 def _finished(unit: Unit, timings: dict[tuple[int, str], UnitTiming]) -> bool:
