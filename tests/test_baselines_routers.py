@@ -116,6 +116,14 @@ def test_registry_names_the_class_and_settings_are_the_shared_penalty_grid(name:
     assert method.settings(small_experiment, 5) == penalty_grid(small_experiment, 5)
 
 
+def test_the_penalty_grid_spans_0_to_2_at_every_size(small_experiment) -> None:
+    """Any sweep of two or more points reaches both ends of the documented range (kappa 0 and 2)."""
+    for points in (2, 3, 8):
+        grid = [kappa_of(setting) for setting in penalty_grid(small_experiment, points)]
+        assert len(grid) == points and grid[0] == 0.0 and grid[-1] == pytest.approx(2.0)
+    assert penalty_grid(small_experiment, 1) == ["kappa=0"]
+
+
 @pytest.mark.parametrize("name", METHODS)
 def test_every_test_query_gets_a_valid_mas_on_kept_backbones(name: str, small_experiment, fitted) -> None:
     experiment = small_experiment

@@ -46,7 +46,8 @@ def penalty_grid(experiment: Experiment, points: int) -> list[str]:
     costs two correct answers), geometric in between: the same grid for every learned baseline."""
     if points < 1:
         raise AgentBalanceError(f"--points must be at least 1, got {points}")
-    kappas = [0.0, *np.geomspace(0.02, 2.0, points - 1)] if points > 1 else [0.0]
+    # with one point past 0 it is the far end (2), so that any --points >= 2 spans the whole range
+    kappas = [0.0, *np.geomspace(0.02 if points > 2 else 2.0, 2.0, points - 1)] if points > 1 else [0.0]
     return [f"kappa={k:.4g}" for k in kappas]
 
 
