@@ -119,6 +119,8 @@ def test_bad_method_names_are_named() -> None:
     with pytest.raises(AgentBalanceError, match=r"unknown method.*nope"):
         parse_methods("single,nope")
     assert parse_methods("single, single ,random") == ["single", "random"]
+    assert parse_methods("all,ablations") == list(dict.fromkeys([*parse_methods("all"), *parse_methods("ablations")]))
+    assert parse_methods("ablations,single")[-1] == "single" and "agentbalance-no-gating" in parse_methods("ablations")
     assert "agentbalance" in parse_methods("all")
 
 

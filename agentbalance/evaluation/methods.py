@@ -47,17 +47,16 @@ def load_method(name: str, train: TrainConfig | None = None) -> Method:
 
 
 def parse_methods(text: str) -> list[str]:
-    """`a,b,c` -> names, checked and de-duplicated in order; `all` names every method."""
-    text = text.strip()
-    if text in ("all", "ablations"):
-        return list(METHODS) if text == "all" else ["agentbalance", *ABLATION_METHODS]
+    """`a,b,c` -> names, checked and de-duplicated in order; the groups `all` (every method) and `ablations`
+    (agentbalance and its ablations) stand for their members, alone or in a list (`all,ablations`)."""
+    groups = {"all": list(METHODS), "ablations": ["agentbalance", *ABLATION_METHODS]}
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise AgentBalanceError("--methods names no method; use a comma-separated list or 'all'")
-    unknown = [n for n in names if n not in METHODS and n not in ABLATION_METHODS]
+    unknown = [n for n in names if n not in METHODS and n not in ABLATION_METHODS and n not in groups]
     if unknown:
         raise AgentBalanceError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(_known())}")
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(member for name in names for member in groups.get(name, [name])))
 
 
 def _known() -> list[str]:
