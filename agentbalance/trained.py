@@ -227,6 +227,11 @@ class TrainedController:
         task = None
         if world is None:
             world, task = self.open_world()
+        if isinstance(world, RecordedWorld) and any(isinstance(query, str) for query in queries):
+            raise AgentBalanceError(
+                f"{world.name} replays its recorded questions only: pass them as Query objects with their recorded "
+                "ids (`world.queries(split)` lists them), not as question texts"
+            )
         controller = self.over(world)
         asked = [as_query(query) for query in queries]
         masses = controller.construct_many(asked, budget)

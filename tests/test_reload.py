@@ -178,3 +178,16 @@ def test_evaluate_all_takes_every_question_of_a_replay_world(replay_build: Built
     controller = TrainedController.load(replay_build.out)
     smaller = dataclasses.replace(controller.experiment_spec(), sizes=(4, 2, 2))  # as if built on fewer
     assert controller.evaluate(split="all", spec=smaller).n == recorded > 4 + 2 + 2
+
+
+def test_python_run_in_a_replay_world_asks_for_recorded_queries(replay_build: Built) -> None:
+    """A text has no recorded answer: the error says how to name recorded questions, not that an id the user
+    never gave is unknown."""
+    from agentbalance.errors import AgentBalanceError
+    from agentbalance.trained import TrainedController
+
+    controller = TrainedController.load(replay_build.out)
+    with pytest.raises(AgentBalanceError, match=r"replays its recorded questions only: pass them as Query objects"):
+        controller.run(["Which option is right?"])
+    (trace,) = controller.run([replay_build.splits.test[0]])
+    assert trace.id == replay_build.splits.test[0].id
