@@ -102,14 +102,14 @@ def _queries_for(question: str | None, input_path: Path | None, world: World, ta
 @reports_user_errors
 def run(
     question: Annotated[str | None, typer.Argument(help="The query text (or use --input).")] = None,
-    mas_path: Annotated[Path | None, typer.Option("--mas", help="A MAS to run, as JSON (see README).")] = None,
+    mas_path: Annotated[Path | None, typer.Option("--mas", help="A MAS to run, as JSON (see docs/mas.md).")] = None,
     model: Annotated[Path | None, typer.Option(help="A run folder of `build`: construct the MAS per query.")] = None,
     input_path: Annotated[Path | None, typer.Option("--input", help="JSONL queries, one object a line.")] = None,
     world_spec: Annotated[
         str | None, typer.Option("--world", help=f"{WORLD_HELP} (default: a --model's own world, else sim)")
     ] = None,
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
-    roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
+    roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code|mixed.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     concurrency: ConcurrencyOption = 32,
     concurrency_per_backbone: ConcurrencyPerBackboneOption = None,

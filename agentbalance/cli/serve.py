@@ -44,7 +44,7 @@ def serve(
         str | None, typer.Option("--world", help=f"{WORLD_HELP} (default: the world it was trained in)")
     ] = None,
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
-    roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code.")] = None,
+    roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code|mixed.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the world.")] = 0,
     api_key_file: Annotated[
         Path | None,

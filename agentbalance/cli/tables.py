@@ -199,9 +199,9 @@ def evaluation_table(
         Column("pools", [_short(e.pools) for e in evaluations], priority=4, free_text=True),
         Column("depths", [_short(e.depths) for e in evaluations], priority=5, free_text=True),
     ]
-    tok = budget_tok if budget_tok is not None else "-"
-    lat = budget_lat if budget_lat is not None else "-"
-    caption = f"budget: Tok {tok} USD/100 queries, Lat {lat} s/query; up = one-sided 95% bound"
+    tok = f"{budget_tok} USD/100 queries" if budget_tok is not None else "free"
+    lat = f"{budget_lat} s/query" if budget_lat is not None else "free"
+    caption = f"budget: Tok {tok}, Lat {lat}; up = one-sided 95% bound"
     return fitted_table(title, columns, width, caption)
 
 
