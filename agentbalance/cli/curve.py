@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 @reports_user_errors
 def curve(
-    methods: Annotated[str, typer.Option(help="Comma-separated methods, or 'all' / 'ablations' (see docs/curves.md).")] = "all",
+    methods: Annotated[
+        str, typer.Option(help="Methods, comma-separated; groups: all, ablations (docs/curves.md).")
+    ] = "all",
     world_spec: Annotated[str, typer.Option("--world", help=WORLD_HELP)] = "sim",
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code|mixed.")] = None,
