@@ -20,7 +20,7 @@ from tests.test_cli_build import agentbalance, one_error_line
 
 pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make test-fast`
 
-SMALL = ["--train", "24", "--val", "12", "--test", "16", "--epochs", "2"]
+SMALL = ["--train", "24", "--val", "12", "--test", "16", "--epochs", "1"]
 CATALOG_SIZE = 14  # backbones of the simulator's default catalog, 6 of them kept by the Pareto filter
 
 
