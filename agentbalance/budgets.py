@@ -94,8 +94,10 @@ class BudgetRange:
             if asked is None:
                 continue
             if trained is None:
+                name, other = ("Tok", "Lat") if axis == "tok" else ("Lat", "Tok")
                 raise AgentBalanceError(
-                    f"this controller was trained without a {axis} budget; it cannot target --budget-{axis}"
+                    f"this controller was trained without a {name} budget, so it cannot target one; give a {other} "
+                    "budget only"
                 )
             scales.append((asked / trained) ** (1 / exponent))
         if not scales:

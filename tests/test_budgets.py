@@ -35,7 +35,9 @@ def test_budgets_outside_what_was_trained_are_refused_clearly() -> None:
     served_range = BudgetRange(Budget(tok=0.8), ratio=8, steps=4, deltas=(0.0,) * 4)
     with pytest.raises(AgentBalanceError, match="tighter than this controller was trained for"):
         served_range.serve(Budget(tok=0.05))
-    with pytest.raises(AgentBalanceError, match="trained without a lat budget"):
+    with pytest.raises(
+        AgentBalanceError, match="trained without a Lat budget, so it cannot target one; give a Tok budget only"
+    ):
         served_range.serve(Budget(lat=10.0))
     with pytest.raises(AgentBalanceError, match="needs a budget"):
         BudgetRange(Budget())

@@ -191,3 +191,14 @@ def test_python_run_in_a_replay_world_asks_for_recorded_queries(replay_build: Bu
         controller.run(["Which option is right?"])
     (trace,) = controller.run([replay_build.splits.test[0]])
     assert trace.id == replay_build.splits.test[0].id
+
+
+def test_curve_says_when_a_small_world_measures_on_fewer_questions(tmp_path: Path) -> None:
+    """Asked for more test questions than a world holds, `curve` measures on all it has and says so."""
+    write_world(tmp_path / "tiny-mcq", *mcq_tables())
+    done = agentbalance(
+        "curve", "--world", "replay:tiny-mcq", "--methods", "single", "--points", "2", "--train", "8", "--val", "4",
+        "--test", "100", "--out", "curve", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "the world's test split holds fewer questions than asked" in " ".join(done.stdout.split())

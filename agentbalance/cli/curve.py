@@ -108,6 +108,13 @@ def curve(
     about = "" if seed_list is None else f", mean of {len(seed_list)} seeds"
     table = summary_table(f"{world_spec}: P@, AUC, gains in points (test{about})", shown, console.width)
     console.print(table)
+    measured_on = {row.n for rows in result.rows.values() for row in rows}
+    if measured_on and max(measured_on) < test:  # a small world: its test split holds fewer questions than asked
+        console.print(
+            f"note: the world's test split holds fewer questions than asked: every point is measured on "
+            f"{max(measured_on)} (asked {test})",
+            highlight=False,
+        )
     files = "curve.csv, summary.csv, curve-tok.png, curve-lat.png" if seed_list is None else "summary.csv, seed-*/"
     console.print(
         f"wrote {folder} ({files}, timings.csv) in {result.seconds:.0f} s {result.executor}"
