@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -119,16 +120,22 @@ def test_evaluate_reports_the_builds_test_numbers_by_default(tmp_path: Path) -> 
     assert {k: on_val[k] for k in ("perf", "tok", "lat")} == {k: reported["val"][k] for k in ("perf", "tok", "lat")}
 
 
+def build_on_tiny_world(folder: Path, *budget: str, train: str = "12") -> subprocess.CompletedProcess[str]:
+    """`build` from `folder` on a tiny replay world written there and named by a relative path, into `run`."""
+    write_world(folder / "tiny-mcq", *mcq_tables())
+    built = agentbalance(
+        "build", *budget, "--world", "replay:tiny-mcq", "--train", train, "--val", "4", "--test", "4",
+        "--epochs", "1", "--restarts", "1", "--out", "run", cwd=folder,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    return built
+
+
 def test_run_of_a_replay_controller_replays_its_own_world_from_anywhere(tmp_path: Path) -> None:
     """`run --model` without `--world` uses the world the controller was trained in (as `evaluate` and the Python
     API do), found from any working directory although `build` was given a relative path; a question text, which a
     replay world cannot answer, is one clear error that says how to name recorded questions."""
-    write_world(tmp_path / "tiny-mcq", *mcq_tables())
-    built = agentbalance(
-        "build", "--budget-tok", "5", "--world", "replay:tiny-mcq", "--train", "500", "--val", "4", "--test", "4",
-        "--epochs", "1", "--restarts", "1", "--out", "run", cwd=tmp_path,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stderr
+    built = build_on_tiny_world(tmp_path, "--budget-tok", "5", train="500")
     assert "the world's splits hold fewer questions than asked" in " ".join(built.stdout.split())  # not silently
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -145,12 +152,7 @@ def test_run_of_a_replay_controller_replays_its_own_world_from_anywhere(tmp_path
 def test_a_budget_out_of_reach_is_said_by_build_and_by_evaluate(tmp_path: Path) -> None:
     """Below the fastest backbone alone a latency budget cannot be met: `build` names the fastest point (not
     the cheapest), and `evaluate`'s table says the budget is not met and by what, not only its `--json`."""
-    write_world(tmp_path / "tiny-mcq", *mcq_tables())
-    built = agentbalance(
-        "build", "--budget-lat", "0.0001", "--world", "replay:tiny-mcq", "--train", "12", "--val", "4", "--test", "4",
-        "--epochs", "1", "--restarts", "1", "--out", "run", cwd=tmp_path,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stderr
+    built = build_on_tiny_world(tmp_path, "--budget-lat", "0.0001")
     said = " ".join(built.stdout.split())
     assert "budget NOT feasible: the fastest reachable point" in said
     reported = json.loads((tmp_path / "run" / "metrics.json").read_text())["cheapest"]
