@@ -541,6 +541,23 @@ def test_when_every_call_fails_the_request_is_a_502_listing_the_agents_errors(
     assert "HTTP 500" in answer["error"]["message"] or "500" in answer["error"]["message"]
 
 
+def test_a_question_longer_than_a_backbones_window_is_a_400_and_no_call(
+    trained_run: Path, encoder: TextEncoder
+) -> None:
+    """The client's text cannot fit (only upstream answers are ever cut): the client must shorten it, so it is
+    the client's error (400), not the upstream's (502), and nothing is sent or paid for."""
+    shipped = Catalog.load()
+    small = Catalog([b.model_copy(update={"context_tokens": 2048}) for b in shipped], shipped.assumptions)
+    with LoopbackServer(api_keys={UPSTREAM_KEY}) as upstream:
+        world = LiveWorld(small, base_url=upstream.base_url, api_key=UPSTREAM_KEY, use_cache=False, max_retries=0)
+        with serving(served(trained_run, world, encoder)) as url:
+            long = {"role": "user", "content": "Why? " * 8000}  # about 13,000 tokens
+            status, answer = post(url, {"model": "agentbalance", "messages": [long]})
+            fits = ask(url)  # a question that fits is answered as ever
+    assert status == 400 and answer["error"]["param"] == "messages" and "too long for backbone" in str(answer)
+    assert fits.choices[0].message.content and all("Why? Why?" not in str(r.body) for r in upstream.requests)
+
+
 def test_the_live_world_answers_through_the_server(trained_run: Path, encoder: TextEncoder) -> None:
     with LoopbackServer(api_keys={UPSTREAM_KEY}) as upstream:
         model = served(trained_run, live_world(upstream), encoder)

@@ -45,7 +45,8 @@ from agentbalance.serve.protocol import (
     unanswered,
 )
 from agentbalance.trained import TrainedController
-from agentbalance.worlds.base import RecordedWorld, World
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, RecordedWorld, World
+from agentbalance.worlds.live import LiveWorld
 
 log = logging.getLogger("agentbalance.serve")
 T = TypeVar("T")
@@ -136,6 +137,19 @@ class ServedModel:
         if asked.query_id is not None:
             raise ProtocolError(400, "query_id: only a replay world looks questions up by id", param="query_id")
         return as_query(asked.question)
+
+    def check_fits(self, mas: MAS, query: Query) -> None:
+        """A 400 when the question alone cannot fit the context window of one of the MAS's backbones (with its
+        role prompt and completion limit): the client must shorten it; no call is sent or paid for."""
+        if not isinstance(self.world, LiveWorld):  # only a live world fits prompts to context windows
+            return
+        roles, catalog = self.controller.roles, self.world.catalog
+        for agent in mas.agents:
+            try:
+                self.world.fitted_prompt(AgentCall(agent, roles[agent.role], catalog[agent.backbone], query))
+            except AgentCallFailed as error:
+                too_long = f"messages: the question is too long for backbone {agent.backbone!r}: {error}"
+                raise ProtocolError(400, too_long, param="messages") from None
 
     def runner(self, caps: Caps, concurrency: int) -> Runner:
         return self.controller.runner(self.world, caps=caps, concurrency=concurrency)
@@ -319,6 +333,7 @@ def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastA
                     mas = await batcher.construct(query, budget)
                 except AgentBalanceError as error:
                     raise ProtocolError(400, str(error)) from None
+                model.check_fits(mas, query)
                 try:
                     return mas, await runner.run(mas, query, calls)
                 except AgentBalanceError as error:  # the world refused: key, model, endpoint (never a key in it)
