@@ -287,11 +287,10 @@ class TrainedController:
             opened, task = world, experiment_task(spec)
         else:
             opened, _, _, task = resolve_world(spec)
-        if split == "all":
+        queries = every_question(opened, task) if split == "all" else []
+        if not queries:  # a split, or all of the simulator's (its questions are drawn at the run's sizes)
             splits = experiment_splits(spec, opened, task)
-            queries = every_question(opened, task) or splits.train + splits.val + splits.test
-        else:
-            queries = experiment_splits(spec, opened, task).get(split)
+            queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
         controller = self.over(opened)
         masses = controller.construct_many(queries, budget)
         grader = task.score if task is not None else None

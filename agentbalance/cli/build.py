@@ -190,11 +190,10 @@ def build(
     elif result.feasible:
         console.print("budget met on validation (upper bound); test numbers above", highlight=False)
     else:
-        cheapest = result.cheapest
+        cheapest, which = result.cheapest, "fastest" if budget_tok is None else "cheapest"  # a Lat budget alone
         console.print(
-            f"budget NOT feasible: the {'fastest' if budget_tok is None else 'cheapest'} reachable point is "
-            f"Tok {cheapest.tok:.4f} USD/100 queries, Lat {cheapest.lat:.1f} s (one agent on the "
-            f"{'fastest' if budget_tok is None else 'cheapest'} backbone, Perf {100 * cheapest.perf:.1f}%)",
+            f"budget NOT feasible: the {which} reachable point is Tok {cheapest.tok:.4f} USD/100 queries, "
+            f"Lat {cheapest.lat:.1f} s (one agent on the {which} backbone, Perf {100 * cheapest.perf:.1f}%)",
             highlight=False,
         )
     quality = result.difficulty

@@ -271,7 +271,8 @@ def evaluate(
     )
     asked = serve_budget(budget_tok, budget_lat)
     result = controller.evaluate(split=split, budget=asked, spec=spec)
-    budget = asked or controller.serving(None)[0]
+    served = controller.serving(asked)[0]  # a budget-conditioned controller serves within its range
+    budget = asked or served
     feasible = result.meets(budget, upper=False)
     if as_json:
         print_result_json(result, budget, feasible, split, model)
@@ -280,8 +281,7 @@ def evaluate(
     console.print(
         evaluation_table(f"{model} on {spec.world}", [(split, result)], budget.tok, budget.lat, console.width)
     )
-    served = controller.serving(asked)[0]
-    if asked is not None and served != asked:  # a budget-conditioned controller serves within its range
+    if asked is not None and served != asked:
         console.print(f"served as the nearest budget of its range: {served.describe()}", highlight=False)
     if feasible:
         console.print(f"budget met on {split} (means)", highlight=False)

@@ -33,6 +33,7 @@ from agentbalance.train.config import TrainConfig, TrainResult
 from agentbalance.train.reinforce import Trainer
 from agentbalance.train.run_folder import save_run
 from agentbalance.train.training_run import TrainingRun
+from agentbalance.worlds import absolute_world_spec
 
 
 @dataclass(frozen=True)
@@ -252,9 +253,7 @@ def run_documents(
     roles, task = experiment.roles, spec.experiment
     config = {
         # absolute paths: `run`, `evaluate` and `serve` reopen this world from any working directory
-        "world": f"replay:{Path(task.world.removeprefix('replay:')).resolve()}"
-        if task.world.startswith("replay:")
-        else task.world,
+        "world": absolute_world_spec(task.world),
         "catalog": str(Path(task.catalog).resolve()) if task.catalog else None,
         "roles": roles.source,
         "role_names": list(roles.names),

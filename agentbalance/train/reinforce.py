@@ -181,7 +181,9 @@ class Trainer:
         feasible, judged, _ = calibrated[-1]
         # the anchored start is judged by its cost on the training and validation questions; what it does on
         # validation alone is reported as validation, so `evaluate --split val` reproduces it
-        val_eval = run.evaluate(val) if anchored else judged
+        targets = range(len(run.targets))
+        on_val = [run.evaluate(val, t) for t in targets] if anchored else [e for _, e, _ in calibrated]
+        val_eval = on_val[-1]
         lambda_tok, lambda_lat = self.duals.lambdas()
         points = []
         if run.budget_range is not None:
@@ -191,7 +193,7 @@ class Trainer:
                         "budget": asdict(run.targets[target]),
                         "delta": delta,
                         "feasible": ok,
-                        "val": asdict(run.evaluate(val, target) if anchored else evaluation),
+                        "val": asdict(on_val[target]),
                         **({"judged": asdict(evaluation)} if anchored else {}),
                         "test": asdict(run.evaluate(test, target)),
                     }

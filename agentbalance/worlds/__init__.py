@@ -40,6 +40,13 @@ class LiveOptions:
     concurrency_per_backbone: int | None = None  # calls in flight per backbone (record: 1, so latency is service)
 
 
+def absolute_world_spec(spec: str) -> str:
+    """A `--world` value that opens the same world from any working directory (a replay folder made absolute)."""
+    if spec.startswith("replay:"):
+        return f"replay:{Path(spec.removeprefix('replay:')).resolve()}"
+    return spec
+
+
 def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0, live: LiveOptions | None = None) -> World:
     """`sim`/`simulated`, `replay:DIR` or `live`. In a replay world the catalog defaults to the world's models.yaml."""
     if spec in ("sim", "simulated"):
