@@ -88,6 +88,17 @@ class BudgetRange:
 
     def scale_of(self, budget: Budget) -> float:
         """The grid scale serving `budget`: the scale of its tightest axis, capped at 1."""
+        scale = self.requested_scale(budget)
+        if scale < 1 / self.ratio * (1 - 1e-9):
+            raise AgentBalanceError(
+                f"budget {budget.describe()} is tighter than this controller was trained for "
+                f"(down to {self.at(1 / self.ratio).describe()}); "
+                "rebuild with a lower budget or a larger --budget-ratio"
+            )
+        return scale
+
+    def requested_scale(self, budget: Budget) -> float:
+        """The scale of `budget`'s tightest axis, capped at 1, below the range too (then `scale_of` refuses it)."""
         scales = []
         for axis, exponent in zip(("tok", "lat"), self.exponents, strict=True):
             asked, trained = getattr(budget, axis), getattr(self.loosest, axis)
@@ -100,16 +111,7 @@ class BudgetRange:
                     "budget only"
                 )
             scales.append((asked / trained) ** (1 / exponent))
-        if not scales:
-            return 1.0
-        scale = min(1.0, min(scales))
-        if scale < 1 / self.ratio * (1 - 1e-9):
-            raise AgentBalanceError(
-                f"budget {budget.describe()} is tighter than this controller was trained for "
-                f"(down to {self.at(1 / self.ratio).describe()}); "
-                "rebuild with a lower budget or a larger --budget-ratio"
-            )
-        return scale
+        return min(1.0, *scales) if scales else 1.0
 
     def serve(self, budget: Budget | None) -> tuple[Budget, float]:
         """The condition budget and the calibrated delta for a user's budget (None: the loosest)."""

@@ -27,7 +27,7 @@ from agentbalance.mas import MAS
 from agentbalance.policy.condition import budget_condition
 from agentbalance.policy.context import ControllerCatalogs
 from agentbalance.policy.controller import Controller
-from agentbalance.query import Query, as_query
+from agentbalance.query import Message, Query, as_query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import Caps, Grader
 from agentbalance.runtime.rollout import Outcome, execute
@@ -149,27 +149,50 @@ class TrainedController:
 
     # ---- constructing
 
-    def construct(self, query: str | Query, budget: Budget | None = None) -> MAS:
-        """The MAS for one query (its text, or a Query): the greedy choice of every stage."""
+    def construct(self, query: str | Query | Sequence[Message], budget: Budget | None = None) -> MAS:
+        """The MAS for one query (its text, a conversation whose last message is the question, or a Query): the
+        greedy choice of every stage."""
         (mas,) = self.construct_many([query], budget)
         return mas
 
-    def construct_many(self, queries: Sequence[str | Query], budget: Budget | None = None) -> list[MAS]:
-        """The MAS for each query, in one batched forward pass (a MAS built for a Query carries its id)."""
+    def construct_many(
+        self,
+        queries: Sequence[str | Query | Sequence[Message]],
+        budget: Budget | None = None,
+        *,
+        delta_shift: float = 0.0,
+        max_pool: int | None = None,
+    ) -> list[MAS]:
+        """The MAS for each query, in one batched forward pass (a MAS built for a Query carries its id).
+        `delta_shift` (<= 0: cheaper pools) moves the difficulty offset it serves `budget` with and `max_pool`
+        caps the pools, as a served model's budget governor does."""
         asked = [as_query(query) for query in queries]
         if not asked:
             return []
         embeddings = torch.from_numpy(self.encoder.encode([q.render() for q in asked]).copy())
         ids = [query.id if isinstance(query, Query) else None for query in queries]
-        return self.construct_embedded(embeddings, ids, budget)
+        return self.construct_embedded(embeddings, ids, budget, delta_shift=delta_shift, max_pool=max_pool)
 
     def construct_embedded(
-        self, embeddings: torch.Tensor, query_ids: Sequence[str | None], budget: Budget | None = None
+        self,
+        embeddings: torch.Tensor,
+        query_ids: Sequence[str | None],
+        budget: Budget | None = None,
+        *,
+        delta_shift: float = 0.0,
+        max_pool: int | None = None,
     ) -> list[MAS]:
         """`construct_many` from query embeddings already computed (an experiment's cache)."""
         served, delta = self.serving(budget)
         condition = budget_condition(served, len(query_ids))
-        return self.controller.construct(embeddings, condition, list(query_ids), delta=delta)
+        if delta_shift:
+            delta = (self.controller.config.delta if delta is None else delta) + delta_shift
+        return self.controller.construct(embeddings, condition, list(query_ids), delta=delta, max_pool=max_pool)
+
+    @property
+    def pool_count(self) -> int:
+        """How many pools it chooses among (pool 0 the cheapest)."""
+        return self.controller.selection.pool_count
 
     # ---- running and evaluating
 
@@ -212,7 +235,7 @@ class TrainedController:
 
     def run(
         self,
-        queries: Sequence[str | Query],
+        queries: Sequence[str | Query | Sequence[Message]],
         world: World | None = None,
         *,
         budget: Budget | None = None,
@@ -221,13 +244,14 @@ class TrainedController:
         grader: Grader | None = None,
         same_answer: SameAnswer | None = None,
     ) -> list[Trace]:
-        """Construct each query's MAS and execute it (default world: the one it was trained in; graded by
+        """Construct each query's MAS and execute it (a query is a text, a conversation (a list of chat messages whose
+        last is the user's question) or a Query; default world: the one it was trained in; graded by
         the run's task when it had one, else by `grader`, else by the world; conditional agents compare
         answers by `same_answer`, else the run's task's rule, else as canonical answers)."""
         task = None
         if world is None:
             world, task = self.open_world()
-        if isinstance(world, RecordedWorld) and any(isinstance(query, str) for query in queries):
+        if isinstance(world, RecordedWorld) and any(not isinstance(query, Query) for query in queries):
             raise AgentBalanceError(
                 f"{world.name} replays its recorded questions only: pass them as Query objects with their recorded "
                 "ids (`world.queries(split)` lists them), not as question texts"

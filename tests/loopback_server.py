@@ -139,6 +139,7 @@ class LoopbackServer:
     responder: Responder = default_responder
     requests: list[RecordedRequest] = field(default_factory=list)
     in_flight: int = 0  # requests being handled now
+    abandoned: int = 0  # requests whose client closed the connection before the answer was sent (it gave up)
     max_in_flight: int = 0  # the most handled at once: what a client's concurrency limit allowed
     _queue: list[Fault] = field(default_factory=list)
     _model_queues: dict[str, list[Fault]] = field(default_factory=dict)
@@ -316,6 +317,11 @@ def _handler_for(server_state: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             if fault is None or fault.kind == "slow":
                 response = server_state.completion_body(body)
                 record(200, response)
+                if self._client_gone():
+                    with server_state._lock:
+                        server_state.abandoned += 1
+                    self.close_connection = True
+                    return
                 with contextlib.suppress(OSError):  # a slow answer's client may have given up first
                     self._send(200, response)
             elif fault.kind == "status":
@@ -353,6 +359,15 @@ def _handler_for(server_state: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data[: len(data) // 2])
                 self.wfile.flush()
                 self._reset()
+
+        def _client_gone(self) -> bool:
+            """Whether the client closed its side of the connection (an end of stream is waiting to be read)."""
+            try:
+                return self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+            except (BlockingIOError, InterruptedError):
+                return False
+            except OSError:
+                return True
 
         def _reset(self) -> None:
             """Abort the connection: SO_LINGER 0 makes close() send a TCP RST instead of a FIN."""

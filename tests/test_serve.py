@@ -5,7 +5,6 @@ the loopback fake (refusing, failing, slow). The test against a real llama.cpp s
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import http.client
 import json
 import logging
@@ -13,9 +12,8 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,18 +29,28 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
 from agentbalance.query import as_query
 from agentbalance.runtime.execution import Caps
-from agentbalance.serve import ServedModel, ServeOptions, ServerThread, create_app, is_loopback, server_key
+from agentbalance.serve import ServedModel, ServeOptions, ServerThread, create_app, is_loopback, server_keys
 from agentbalance.serve.protocol import ProtocolError, budget_of_model
-from agentbalance.trained import TrainedController
+from agentbalance.serve.spending import key_id
 from agentbalance.worlds.live import LiveWorld
 from agentbalance.worlds.simulated import SimulatedWorld
 from tests.conftest import REPO, cli
 from tests.loopback_server import Fault, LoopbackServer, unused_port
-
-QUESTION = "What is 17 * 23?"
-UPSTREAM_KEY = "sk-upstream-secret-0123456789"
-SERVER_KEY = "ab-server-secret-9876543210"
-
+from tests.serving import (
+    QUESTION,
+    SERVER_KEY,
+    UPSTREAM_KEY,
+    USER,
+    ask,
+    autogen_client,
+    client,
+    in_background,
+    live_world,
+    post,
+    served,
+    serving,
+    wait_for,
+)
 
 # ----------------------------------------------------------------------------- fixtures
 
@@ -68,17 +76,6 @@ def conditioned_run(trained_run: Path, tmp_path_factory: pytest.TempPathFactory)
     return folder
 
 
-def served(run: Path, world: Any, encoder: TextEncoder) -> ServedModel:
-    return ServedModel(TrainedController.load(run, world=world, encoder=encoder), world)
-
-
-@contextlib.contextmanager
-def serving(model: ServedModel, **options: Any) -> Iterator[str]:
-    """The app on 127.0.0.1 (a free port) in a thread; yields its base URL."""
-    with ServerThread(create_app(model, ServeOptions(**options))) as url:
-        yield url
-
-
 @pytest.fixture(scope="module")
 def sim_model(trained_run: Path, encoder: TextEncoder) -> ServedModel:
     return served(trained_run, SimulatedWorld(Catalog.load(), seed=0), encoder)
@@ -99,66 +96,6 @@ def sim_url(sim_app: FastAPI) -> Iterator[str]:
 def conditioned_url(conditioned_run: Path, encoder: TextEncoder) -> Iterator[str]:
     with serving(served(conditioned_run, SimulatedWorld(Catalog.load(), seed=0), encoder)) as url:
         yield url
-
-
-def client(url: str, key: str = "unused", **kwargs: Any) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=30, **kwargs)
-
-
-def ask(url: str, question: str = QUESTION, model: str = "agentbalance", **kwargs: Any) -> Any:
-    return client(url).chat.completions.create(model=model, messages=[{"role": "user", "content": question}], **kwargs)
-
-
-def post(url: str, body: bytes | dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-    """A raw POST to /v1/chat/completions (status, JSON body): for what a well-behaved client never sends."""
-    parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    try:
-        connection.request(
-            "POST", "/v1/chat/completions", data, {"Content-Type": "application/json", **(headers or {})}
-        )
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
-    finally:
-        connection.close()
-
-
-def live_world(server: LoopbackServer | None, **kwargs: Any) -> LiveWorld:
-    """A live world over the shipped catalog on the loopback fake (or a closed port), with test-sized retries."""
-    base_url = server.base_url if server is not None else f"http://127.0.0.1:{unused_port()}/v1"
-    options = {"timeout_s": 5.0, "max_retries": 0, "use_cache": False, "backoff_base_s": 0.01, **kwargs}
-    return LiveWorld(Catalog.load(), base_url=base_url, api_key=UPSTREAM_KEY, **options)
-
-
-def in_background(work: Callable[[], Any]) -> Callable[[], Any]:
-    """Start `work` in a thread; the returned function waits for it and returns its result (or raises its error)."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = work()
-        except BaseException as error:
-            box["error"] = error
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-
-    def result() -> Any:
-        thread.join(timeout=60)
-        assert not thread.is_alive(), "the request never finished"
-        if "error" in box:
-            raise box["error"]
-        return box["result"]
-
-    return result
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.01)
 
 
 # ----------------------------------------------------------------------------- the openai client, the simulator
@@ -201,18 +138,6 @@ def test_models_lists_the_one_served_model(sim_url: str) -> None:
     assert about["world"] == "simulated" and about["budget_range"] is None and about["backbones"]
 
 
-def autogen_client(url: str) -> Any:
-    """AutoGen's OpenAI client for the served model (a name OpenAI does not know needs its model_info)."""
-    pytest.importorskip("autogen_ext", reason='AutoGen is an optional extra: pip install "agentbalance[autogen]"')
-    from autogen_core.models import ModelFamily, ModelInfo
-    from autogen_ext.models.openai import OpenAIChatCompletionClient
-
-    info = ModelInfo(
-        vision=False, function_calling=False, json_output=False, family=ModelFamily.UNKNOWN, structured_output=False
-    )
-    return OpenAIChatCompletionClient(model="agentbalance", base_url=url, api_key="unused", model_info=info)
-
-
 def test_autogens_openai_client_talks_to_the_server(sim_url: str) -> None:
     model_client = autogen_client(sim_url)
     from autogen_core.models import UserMessage
@@ -230,27 +155,21 @@ def test_autogens_openai_client_talks_to_the_server(sim_url: str) -> None:
     assert result.usage.completion_tokens == expected.usage.completion_tokens
 
 
-def test_an_autogen_assistant_without_a_system_message_uses_the_served_mas(sim_url: str) -> None:
-    """AutoGen's AssistantAgent sends its system message first; with `system_message=None` it sends the task
-    alone, a single-turn question, and the served MAS answers it."""
+def test_an_autogen_assistant_with_its_default_system_message_uses_the_served_mas(sim_url: str) -> None:
+    """AutoGen's AssistantAgent sends its default system message before the task: the served MAS answers the task
+    with the same MAS as the task alone (the controller reads the last user message), the system message reaching
+    every agent as context."""
     model_client = autogen_client(sim_url)
     from autogen_agentchat.agents import AssistantAgent
 
-    async def run_both() -> tuple[Any, BaseException | None]:
+    async def run() -> Any:
         try:
-            plain = await AssistantAgent("solver", model_client=model_client, system_message=None).run(task=QUESTION)
-            prompted = AssistantAgent("solver", model_client=model_client, system_message="You are helpful.")
-            try:
-                await prompted.run(task=QUESTION)
-            except openai.BadRequestError as error:
-                return plain, error
-            return plain, None
+            return await AssistantAgent("solver", model_client=model_client).run(task=QUESTION)
         finally:
             await model_client.close()
 
-    result, refused = asyncio.run(run_both())
+    result = asyncio.run(run())
     assert result.messages[-1].content == ask(sim_url).choices[0].message.content
-    assert refused is not None and "single-turn" in str(refused)
 
 
 def test_concurrent_requests_are_all_answered_and_built_in_shared_passes(
@@ -276,13 +195,14 @@ def test_the_batcher_builds_what_arrives_together_in_one_pass(sim_model: ServedM
 
     async def together() -> list[Any]:
         try:
-            return await asyncio.gather(*(batcher.construct(q) for q in queries))
+            return await asyncio.gather(*(batcher.construct(q, ConstructionPoint()) for q in queries))
         finally:
             await batcher.aclose()
 
     from agentbalance.serve.batching import ConstructionBatcher
+    from agentbalance.serve.model import ConstructionPoint
 
-    batcher = ConstructionBatcher(sim_model.controller)
+    batcher = ConstructionBatcher(sim_model.construct_many)
     masses = asyncio.run(together())
     assert batcher.passes == 1
     assert [m.to_json() for m in masses] == [sim_model.controller.construct(q).to_json() for q in queries]
@@ -316,12 +236,12 @@ def test_in_a_replay_world_a_request_names_the_recorded_question_by_its_id(tmp_p
 
     model = ServedModel.__new__(ServedModel)
     model.world = ReplayWorld.load(write_world(tmp_path / "tiny-mcq", *mcq_tables()))
-    recorded = model.query(Asked("(the recorded question)", None, "q03"))
+    recorded = model.query(Asked("(the recorded question)", (), None, "q03"))
     assert recorded == model.world.resolve_query(recorded) and recorded.id == "q03" and recorded.choices
     with pytest.raises(ProtocolError, match='recorded questions: name one with the body field "query_id"'):
-        model.query(Asked(QUESTION, None, None))
+        model.query(Asked(QUESTION, (), None, None))
     with pytest.raises(ProtocolError, match="'q99' is not a recorded question"):
-        model.query(Asked(QUESTION, None, "q99"))
+        model.query(Asked(QUESTION, (), None, "q99"))
 
 
 # ----------------------------------------------------------------------------- budgets
@@ -395,7 +315,6 @@ def test_an_unknown_model_is_told_the_budget_form_only_where_the_model_takes_one
 
 # ----------------------------------------------------------------------------- what a request may not ask
 
-USER = {"role": "user", "content": QUESTION}
 
 
 @pytest.mark.parametrize(
@@ -407,15 +326,19 @@ USER = {"role": "user", "content": QUESTION}
         ({"messages": [USER]}, 400, "model: Field required"),
         ({"model": "agentbalance", "messages": []}, 400, "messages: List should have at least 1 item"),
         ({"model": "agentbalance", "messages": "hi"}, 400, "messages"),
-        ({"model": "agentbalance", "messages": [USER], "stream": True}, 400, "streaming is not supported"),
         ({"model": "agentbalance", "messages": [USER], "n": 3}, 400, "n must be 1"),
         ({"model": "agentbalance", "messages": [USER], "tools": [{"type": "function"}]}, 400, "call no tools"),
         ({"model": "agentbalance", "messages": [USER], "response_format": {"type": "json_object"}}, 400, "text"),
-        ({"model": "agentbalance", "messages": [{"role": "system", "content": "Be terse."}, USER]}, 400,
-         "single-turn questions"),
-        ({"model": "agentbalance", "messages": [USER, {"role": "assistant", "content": "391"}, USER]}, 400,
-         "(got 3: user, assistant, user)"),
-        ({"model": "agentbalance", "messages": [{"role": "assistant", "content": "hi"}]}, 400, "from the user"),
+        ({"model": "agentbalance", "messages": [USER, {"role": "assistant", "content": "391"}]}, 400,
+         "messages[1]: the last message is the assistant's; it must be the user's question"),
+        ({"model": "agentbalance", "messages": [{"role": "assistant", "content": "hi"}]}, 400, "the user's question"),
+        ({"model": "agentbalance", "messages": [{"role": "tool", "content": "42", "tool_call_id": "c1"}, USER]}, 400,
+         "messages[0]: tool calls and tool results are not supported"),
+        ({"model": "agentbalance", "messages": [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, USER]}, 400,
+         "tool calls"),
+        ({"model": "agentbalance", "messages": [{"role": "critic", "content": "hm"}, USER]}, 400,
+         "unknown role 'critic'"),
         ({"model": "agentbalance", "messages": [{"role": "user", "content": "  "}]}, 400, "empty"),
         ({"model": "agentbalance", "messages": [{"role": "user", "content": [
             {"type": "image_url", "image_url": {"url": "data:,"}}]}]}, 400, "only text content"),
@@ -454,12 +377,6 @@ def test_a_body_over_a_mebibyte_is_refused_before_it_is_read(sim_url: str) -> No
     assert status == 413 and "more than this server reads" in answer["error"]["message"]
 
 
-def test_the_openai_client_sees_a_stream_request_refused(sim_url: str) -> None:
-    with pytest.raises(openai.BadRequestError, match="streaming is not supported") as refused:
-        ask(sim_url, stream=True)
-    assert refused.value.status_code == 400
-
-
 def test_unknown_routes_and_methods_answer_in_openais_error_shape(sim_url: str) -> None:
     parts = urlsplit(sim_url)
     for method, path, status in (("GET", "/v1/nothing", 404), ("GET", "/v1/chat/completions", 405)):
@@ -474,7 +391,7 @@ def test_unknown_routes_and_methods_answer_in_openais_error_shape(sim_url: str) 
 
 
 def test_with_a_key_every_model_route_needs_the_bearer_token(sim_model: ServedModel) -> None:
-    with serving(sim_model, api_key=SERVER_KEY) as url:
+    with serving(sim_model, api_keys=(SERVER_KEY,)) as url:
         assert ask_with(url, SERVER_KEY).choices[0].message.content
         assert client(url, SERVER_KEY).models.list().data[0].id == "agentbalance"
         for wrong in ("nope", SERVER_KEY + "x"):
@@ -494,12 +411,16 @@ def ask_with(url: str, key: str) -> Any:
 def test_a_key_is_required_off_loopback_and_read_from_its_file(tmp_path: Path) -> None:
     assert all(is_loopback(host) for host in ("127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost"))
     assert not any(is_loopback(host) for host in ("0.0.0.0", "::", "192.168.1.4", "example.org"))
-    assert server_key("127.0.0.1", None) is None
+    assert server_keys("127.0.0.1") == ()
     with pytest.raises(AgentBalanceError, match="not a loopback address"):
-        server_key("0.0.0.0", None)
-    key_file = tmp_path / "key"
+        server_keys("0.0.0.0")
+    key_file, other_file = tmp_path / "key", tmp_path / "other"
     key_file.write_text(SERVER_KEY + "\n")
-    assert server_key("0.0.0.0", key_file) == SERVER_KEY
+    other_file.write_text("ab-another-client-key\n")
+    assert server_keys("0.0.0.0", [key_file]) == (SERVER_KEY,)
+    assert server_keys("0.0.0.0", [key_file, other_file]) == (SERVER_KEY, "ab-another-client-key")
+    with pytest.raises(AgentBalanceError, match="the same key"):
+        server_keys("0.0.0.0", [key_file, key_file])
 
 
 def test_the_cli_refuses_a_public_address_without_a_key(trained_run: Path, tmp_path: Path) -> None:
@@ -637,7 +558,10 @@ def test_sigterm_lets_an_in_flight_request_finish_and_logs_no_key(trained_run: P
     assert "Shutting down" in err and "Finished server process" in err and "Traceback" not in err
     for key in (UPSTREAM_KEY, SERVER_KEY):
         assert key not in out and key not in err
-    assert 'POST /v1/chat/completions HTTP/1.1" 200' in out  # the access log: status, no headers
+    assert 'POST /v1/chat/completions HTTP/1.1" 200' in err  # uvicorn's request line: status, no headers
+    (record,) = [json.loads(line) for line in out.splitlines()]  # stdout: one JSON object per request
+    assert record["status"] == 200 and record["trace_id"] == completion.model_extra["agentbalance"]["trace_id"]
+    assert record["key"] == key_id(SERVER_KEY) and QUESTION not in out
 
 
 def healthy(url: str) -> bool:

@@ -27,12 +27,15 @@ from agentbalance.cli.app import (
     run_world,
     serve_budget,
 )
+from agentbalance.encoders import default_cache_dir
 from agentbalance.errors import AgentBalanceError
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import Caps
+from agentbalance.serve.governor import DEFAULT_WINDOW
 from agentbalance.worlds import WORLD_HELP, LiveOptions, open_world
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+SPEND_FILE = "serve-spend.sqlite"
 
 
 @reports_user_errors
@@ -46,12 +49,13 @@ def serve(
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML (default: the world's).")] = None,
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code|mixed.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the world.")] = 0,
-    api_key_file: Annotated[
-        Path | None,
+    api_key_files: Annotated[
+        list[Path] | None,
         typer.Option(
             "--api-key-file",
-            help="A file holding only the key clients must send (Authorization: Bearer KEY); off by default on "
-            "loopback, required on any other --host.",
+            help="A file holding only a key clients must send (Authorization: Bearer KEY); repeat it to give each "
+            "client its own key (and its own --max-usd-per-day). Off by default on loopback, required on any other "
+            "--host.",
         ),
     ] = None,
     max_requests: Annotated[int, typer.Option(min=1, help="Requests executing at once.")] = 64,
@@ -66,6 +70,26 @@ def serve(
     max_tokens: MaxTokensOption = None,
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,
+    govern: Annotated[
+        bool,
+        typer.Option(
+            "--govern",
+            help=f"Keep the mean Tok and Lat of the last {DEFAULT_WINDOW} served requests at or under the budget on "
+            "live traffic (the budget governor; see docs/serve.md).",
+        ),
+    ] = False,
+    budget_window: Annotated[
+        int | None,
+        typer.Option(min=2, help="The governor's window in requests (turns it on; default with --govern: 200)."),
+    ] = None,
+    max_usd_per_day: Annotated[
+        float | None,
+        typer.Option(help="Hard limit per server key and UTC day, in USD: past it a 429 with Retry-After."),
+    ] = None,
+    spend_db: Annotated[
+        Path | None,
+        typer.Option(help="The sqlite file keeping each key's daily spend across restarts (default: in the cache)."),
+    ] = None,
     max_usd: Annotated[float | None, typer.Option(help="Hard per-request USD cap (> 0).")] = None,
     max_seconds: Annotated[float | None, typer.Option(help="Hard per-request seconds cap (> 0).")] = None,
     base_url: BaseUrlOption = None,
@@ -81,23 +105,29 @@ def serve(
     timeout: TimeoutOption = 60.0,
     log_level: Annotated[str, typer.Option(help=" | ".join(LOG_LEVELS))] = "info",
 ) -> None:
-    """Serve a trained controller's MAS as an OpenAI-compatible model: POST /v1/chat/completions, GET /v1/models.
+    """Serve a trained controller's MAS as an OpenAI-compatible model: POST /v1/chat/completions (plain or streamed),
+    GET /v1/models, GET /health, GET /metrics.
 
     Ask for model `agentbalance`, or `agentbalance:tok=0.2,lat=10` for a budget (a --budget-conditioned model).
     """
-    from agentbalance.serve import ServedModel, ServeOptions, Server, create_app, server_key
+    from agentbalance.serve import ServedModel, ServeOptions, Server, create_app, server_keys
 
     if log_level not in LOG_LEVELS:
         raise AgentBalanceError(f"unknown --log-level {log_level!r}; use {' | '.join(LOG_LEVELS)}")
-    key = server_key(host, api_key_file)  # before anything slow: a missing key is the first error
+    if max_usd_per_day is not None and not max_usd_per_day > 0:
+        raise AgentBalanceError(f"--max-usd-per-day must be a positive number of USD, got {max_usd_per_day}")
+    keys = server_keys(host, api_key_files or ())  # before anything slow: a missing key is the first error
     options = ServeOptions(
         max_requests=max_requests,
         max_waiting=max_waiting,
         concurrency=concurrency,
         caps=Caps(max_usd, max_seconds),
         budget=serve_budget(budget_tok, budget_lat),
-        api_key=key,
+        api_keys=keys,
         grace_s=grace,
+        budget_window=budget_window or (DEFAULT_WINDOW if govern else None),
+        max_usd_per_day=max_usd_per_day,
+        spend_db=(spend_db or default_cache_dir() / SPEND_FILE) if max_usd_per_day is not None else None,
     )
     live = LiveOptions(
         base_url,
@@ -116,9 +146,12 @@ def serve(
         served.controller.serving(options.budget)  # out of range: an error now, not on every request
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     kind = "simulated (a calibrated simulator, not real LLM calls)" if world.simulated else world.name
-    auth = "bearer token required" if key is not None else "off (loopback only)"
+    auth = f"bearer token required ({len(keys)} key(s))" if keys else "off (loopback only)"
+    governor = f"on, a window of {options.budget_window} requests" if options.budget_window else "off"
+    limit = f"; {options.max_usd_per_day:g} USD per key per UTC day ({options.spend_db})" if options.spend_db else ""
     console.print(
-        f"serving {model} as model {options.name!r} on http://{host}:{port}/v1\nworld: {kind}; auth: {auth}",
+        f"serving {model} as model {options.name!r} on http://{host}:{port}/v1\nworld: {kind}; auth: {auth}; "
+        f"budget governor: {governor}{limit}",
         markup=False,
     )
     Server(create_app(served, options), host, port, log_level).run()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
@@ -17,7 +18,21 @@ from agentbalance.runtime.execution import AgentResult, Caps, Execution, Grader
 from agentbalance.runtime.trace import Trace
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, World, same_recorded_answer
 
-__all__ = ["Caps", "Grader", "Runner"]
+__all__ = ["Caps", "Grader", "RunProgress", "Runner"]
+
+
+@dataclass
+class RunProgress:
+    """What one run has done so far, kept by the runner for a caller that may cancel the run (serve: a client
+    that left): calls started and finished, and what the finished ones cost. Never shared between runs."""
+
+    started: int = 0
+    finished: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def in_flight(self) -> int:
+        return self.started - self.finished
 
 
 class Runner:
@@ -41,8 +56,11 @@ class Runner:
         self.grader = grader
         self.same_answer = same_answer  # the task's rule; conditional agents compare their inputs with it
 
-    async def run(self, mas: MAS, query: Query, limit: asyncio.Semaphore | None = None) -> Trace:
-        """Execute `mas` on `query`; agent failures are recorded, user errors (AgentBalanceError) raise.
+    async def run(
+        self, mas: MAS, query: Query, limit: asyncio.Semaphore | None = None, progress: RunProgress | None = None
+    ) -> Trace:
+        """Execute `mas` on `query`; agent failures are recorded, user errors (AgentBalanceError) raise. Cancelling
+        it cancels its calls in flight and starts no other; `progress` (if given) says what it had done by then.
 
         Event-driven: an agent's task is created the moment its last predecessor finishes, so no
         task ever waits on another and the per-agent cost stays a few microseconds.
@@ -75,7 +93,12 @@ class Runner:
             else:
                 call = execution.call(agent_id)
                 async with limit:
+                    if progress is not None:
+                        progress.started += 1
                     result = await self._call(call)
+                    if progress is not None:
+                        progress.finished += 1
+                        progress.cost_usd += result.cost_usd
                 ready = execution.finish(agent_id, result)
             for successor in ready:
                 launch(successor)

@@ -1,54 +1,58 @@
 """MAS construction for concurrent requests: what arrives while a batch is being built is built together.
 
-One forward pass (`TrainedController.construct_many`) per batch, on one worker thread, so torch never blocks the
-event loop and a burst of requests costs one pass instead of one each. It never executes a MAS.
+One forward pass (`TrainedController.construct_many`, through the served model) per batch and operating point, on
+one worker thread, so torch never blocks the event loop and a burst of requests costs one pass instead of one each.
+It never executes a MAS.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
-from agentbalance.budgets import Budget
 from agentbalance.mas import MAS
 from agentbalance.query import Query
-from agentbalance.trained import TrainedController
+
+Point = TypeVar("Point", bound=Hashable)
 
 
 @dataclass
-class _Asked:
+class _Asked(Generic[Point]):
     query: Query
-    budget: Budget | None
+    point: Point
     future: asyncio.Future[MAS] = field(repr=False)
 
 
-class ConstructionBatcher:
-    """`await construct(query, budget)` from any number of requests; at most `max_batch` queries per pass.
+class ConstructionBatcher(Generic[Point]):
+    """`await construct(query, point)` from any number of requests; at most `max_batch` queries per pass.
 
-    Batches need no waiting: the first request starts a pass at once, and the ones that arrive during it form
-    the next. Queries of one batch with different budgets are built in one pass per budget.
+    `build(queries, point)` builds the MAS of queries served at one operating point (a budget, the governor's
+    tightening). Batches need no waiting: the first request starts a pass at once, and the ones that arrive
+    during it form the next. Queries of one batch at different points are built in one pass per point.
     """
 
-    def __init__(self, controller: TrainedController, max_batch: int = 64) -> None:
-        self.controller = controller
+    def __init__(self, build: Callable[[list[Query], Point], list[MAS]], max_batch: int = 64) -> None:
+        self.build = build
         self.max_batch = max_batch
-        self._pending: list[_Asked] = []
-        self._building: list[_Asked] = []  # the batch in the worker thread now
+        self._pending: list[_Asked[Point]] = []
+        self._building: list[_Asked[Point]] = []  # the batch in the worker thread now
         self._executor: ThreadPoolExecutor | None = None
         self._ready: asyncio.Event | None = None
         self._worker: asyncio.Task[None] | None = None
         self.passes = 0  # forward passes so far (the batching's effect: fewer passes than requests)
 
-    async def construct(self, query: Query, budget: Budget | None = None) -> MAS:
+    async def construct(self, query: Query, point: Point) -> MAS:
         """The MAS of one query (errors of the construction, e.g. a budget out of range, raise here)."""
         loop = asyncio.get_running_loop()
         if self._worker is None or self._ready is None:  # the first request (after `aclose`: again)
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentbalance-construct")
             self._ready = asyncio.Event()
             self._worker = loop.create_task(self._work(self._executor), name="agentbalance-construct")
-        asked = _Asked(query, budget, loop.create_future())
+        asked = _Asked(query, point, loop.create_future())
         self._pending.append(asked)
         self._ready.set()
         return await asked.future
@@ -62,14 +66,14 @@ class ConstructionBatcher:
             while self._pending:
                 batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
                 self._building = batch
-                by_budget: dict[Budget | None, list[_Asked]] = {}
+                by_point: dict[Point, list[_Asked[Point]]] = {}
                 for asked in batch:
                     if not asked.future.done():  # a request cancelled while waiting needs no MAS
-                        by_budget.setdefault(asked.budget, []).append(asked)
-                for budget, group in by_budget.items():
+                        by_point.setdefault(asked.point, []).append(asked)
+                for point, group in by_point.items():
                     queries = [asked.query for asked in group]
                     try:
-                        masses = await loop.run_in_executor(executor, self.controller.construct_many, queries, budget)
+                        masses = await loop.run_in_executor(executor, self.build, queries, point)
                     except Exception as error:  # each request of the pass gets its error
                         for asked in group:
                             if not asked.future.done():

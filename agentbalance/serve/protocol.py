@@ -1,5 +1,5 @@
-"""The OpenAI chat-completions protocol as `agentbalance serve` speaks it: what a request may ask (one question,
-a budget in the model name or the body) and the chat completion a trace becomes.
+"""The OpenAI chat-completions protocol as `agentbalance serve` speaks it: what a request may ask (a question in a
+conversation, a budget in the model name or the body) and the chat completion a trace becomes.
 
 It must never run anything or read a key: it turns bodies into questions and traces into JSON.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,16 +16,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentbalance.budgets import Budget
+from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
+from agentbalance.query import Turn, read_conversation
 from agentbalance.runtime.trace import Trace
 
 SERVED_MODEL = "agentbalance"
 BUDGET_EXAMPLE = "agentbalance:tok=0.2,lat=10"  # Tok in USD per 100 queries, Lat in seconds per query
-SINGLE_TURN = (
-    "agentbalance serves single-turn questions: send exactly one message, from the user. The MAS's agents "
-    "answer with their own role prompts and see only the question (and each other's replies), so a system "
-    "prompt or earlier turns would be silently lost; put what matters into the question"
-)
+STREAM_PIECE_CHARS = 24  # a streamed answer's content chunks: a few words each
 
 
 class ProtocolError(Exception):
@@ -66,8 +65,17 @@ class BudgetField(BaseModel):
     lat: float | None = None
 
 
+class StreamOptions(BaseModel):
+    """`stream_options`: `include_usage` adds a last chunk with the usage (and the `agentbalance` object)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool | None = None
+
+
 class ChatMessage(BaseModel):
-    """One message of the request; `content` a text or a list of content parts (only text parts are read)."""
+    """One message of the request; `content` a text or a list of content parts (only text parts are read). Its
+    other fields (`name`, `tool_calls`, ...) are kept for `read_conversation` to judge."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -85,6 +93,7 @@ class ChatRequest(BaseModel):
     model: str = Field(min_length=1)
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool | None = None
+    stream_options: StreamOptions | None = None
     n: int | None = None
     tools: list[Any] | None = None
     functions: list[Any] | None = None
@@ -97,20 +106,20 @@ class ChatRequest(BaseModel):
 
 @dataclass(frozen=True)
 class Asked:
-    """What a valid request asks: the question, the budget it names (None: the server's), a recorded question's id."""
+    """What a valid request asks: the question (its last user message) and the conversation before it, the budget
+    it names (None: the server's), a recorded question's id."""
 
     question: str
+    context: tuple[Turn, ...]
     budget: Budget | None
     query_id: str | None
+    stream: bool = False
+    include_usage: bool = False
 
 
 def read_request(request: ChatRequest, served: str = SERVED_MODEL, budgeted: bool = True) -> Asked:
     """The question and budget of a request, or a ProtocolError saying what to change (`budgeted`: the model
     takes a budget in its name, so an unknown name is told that form)."""
-    if request.stream:
-        raise ProtocolError(
-            400, "stream: streaming is not supported; send stream: false (or leave it out)", param="stream"
-        )
     if request.n not in (None, 1):
         raise ProtocolError(400, f"n: one MAS answer per request (n must be 1, got {request.n})", param="n")
     if request.tools or request.functions:
@@ -130,7 +139,9 @@ def read_request(request: ChatRequest, served: str = SERVED_MODEL, budgeted: boo
             400, "budget: give the budget one way, in the model name or in the body's budget field", param="budget"
         )
     budget = named if given is None else checked_budget(given.tok, given.lat, "budget")
-    return Asked(question_of(request.messages), budget, request.query_id)
+    question, context = conversation_of(request.messages)
+    include_usage = bool(request.stream and request.stream_options and request.stream_options.include_usage)
+    return Asked(question, context, budget, request.query_id, bool(request.stream), include_usage)
 
 
 def budget_of_model(name: str, served: str = SERVED_MODEL, budgeted: bool = True) -> Budget | None:
@@ -175,30 +186,21 @@ def checked_budget(tok: float | None, lat: float | None, param: str) -> Budget |
     return Budget(tok, lat) if tok is not None or lat is not None else None
 
 
-def question_of(messages: Sequence[ChatMessage]) -> str:
-    """The text of the one user message (text content parts joined by newlines)."""
-    if len(messages) != 1 or messages[0].role != "user":
-        roles = ", ".join(message.role for message in messages)
-        raise ProtocolError(400, f"messages: {SINGLE_TURN} (got {len(messages)}: {roles})", param="messages")
-    content = messages[0].content
-    if isinstance(content, list):
-        kinds = sorted({str(part.get("type")) for part in content} - {"text"})
-        if kinds:
-            raise ProtocolError(
-                400, f"messages: only text content is read (got {', '.join(kinds)} parts)", param="messages"
-            )
-        content = "\n".join(str(part.get("text", "")) for part in content)
-    if not content or not content.strip():
-        raise ProtocolError(400, "messages: the user message is empty; it must hold the question", param="messages")
-    return content
+def conversation_of(messages: Sequence[ChatMessage]) -> tuple[str, tuple[Turn, ...]]:
+    """The question (the last message, the user's) and the messages before it, which every agent reads as context;
+    a message the MAS cannot take (a tool call or result, an image) is a 400 that names it."""
+    try:
+        return read_conversation([message.model_dump() for message in messages])
+    except AgentBalanceError as error:
+        raise ProtocolError(400, str(error), param="messages") from None
 
 
-def completion_body(trace: Trace, mas: MAS, served: Budget, model: str, trace_id: str, created: int) -> dict[str, Any]:
+def completion_body(
+    trace: Trace, mas: MAS, served: Budget, model: str, trace_id: str, created: int, extra: Mapping[str, Any] = {}
+) -> dict[str, Any]:
     """The chat completion of a MAS run: its answer as the message, usage summed over the agents that ran, and an
-    `agentbalance` object with the MAS, cost, modelled latency, skipped, escalated and failed agents."""
-    reasoning = sum(agent.reasoning_tokens for agent in trace.agents)
-    capped_silent = trace.capped is not None and not trace.text and trace.answer is None
-    agents = trace.to_json()["agents"]
+    `agentbalance` object with the MAS, cost, modelled latency, skipped, escalated and failed agents (and `extra`,
+    the server's own state)."""
     return {
         "id": f"chatcmpl-{trace_id}",
         "object": "chat.completion",
@@ -207,33 +209,77 @@ def completion_body(trace: Trace, mas: MAS, served: Budget, model: str, trace_id
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": trace.text or (trace.answer or "")},
-                "finish_reason": "length" if capped_silent else "stop",
+                "message": {"role": "assistant", "content": answer_text(trace)},
+                "finish_reason": finish_reason(trace),
                 "logprobs": None,
             }
         ],
-        "usage": {
-            "prompt_tokens": trace.prompt_tokens,
-            "completion_tokens": trace.completion_tokens,
-            "total_tokens": trace.prompt_tokens + trace.completion_tokens,
-            "completion_tokens_details": {"reasoning_tokens": reasoning},
-        },
-        "agentbalance": {
-            "trace_id": trace_id,
-            "answer": trace.answer,
-            "cost_usd": trace.cost_usd,
-            "latency_s": trace.latency_s,  # the modelled critical path
-            "wall_s": trace.wall_s,
-            "world": trace.world,
-            "budget": dataclasses.asdict(served),
-            "mas": mas.to_json(),
-            "skipped": [{"id": a.id, "reason": a.skipped} for a in trace.agents if a.skipped is not None],
-            "escalated": [a.id for a in trace.agents if a.escalated],
-            "failed": [{"id": a.id, "error": a.error} for a in trace.agents if a.error is not None],
-            "capped": trace.capped,
-            "agents": agents,
-        },
+        "usage": usage_of(trace),
+        "agentbalance": details_of(trace, mas, served, trace_id) | dict(extra),
     }
+
+
+def answer_text(trace: Trace) -> str:
+    """What the decision agent passed on (its reply, or the agreed input's), else the parsed answer."""
+    return trace.text or (trace.answer or "")
+
+
+def finish_reason(trace: Trace) -> str:
+    """`length` when a per-query cap stopped the MAS before any answer, else `stop`."""
+    capped_silent = trace.capped is not None and not trace.text and trace.answer is None
+    return "length" if capped_silent else "stop"
+
+
+def usage_of(trace: Trace) -> dict[str, Any]:
+    """OpenAI's usage object, summed over the agents that made a call (a failed call's prompt tokens included)."""
+    reasoning = sum(agent.reasoning_tokens for agent in trace.agents)
+    return {
+        "prompt_tokens": trace.prompt_tokens,
+        "completion_tokens": trace.completion_tokens,
+        "total_tokens": trace.prompt_tokens + trace.completion_tokens,
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
+    }
+
+
+def details_of(trace: Trace, mas: MAS, served: Budget, trace_id: str) -> dict[str, Any]:
+    """The `agentbalance` object: what the MAS was, what it cost and did, and its grade where the world knows it."""
+    return {
+        "trace_id": trace_id,
+        "answer": trace.answer,
+        "correct": trace.correct,  # a replay world's recorded grade, or a task's gold: None when unknown
+        "cost_usd": trace.cost_usd,
+        "latency_s": trace.latency_s,  # the modelled critical path
+        "wall_s": trace.wall_s,
+        "world": trace.world,
+        "budget": dataclasses.asdict(served),
+        "mas": mas.to_json(),
+        "skipped": [{"id": a.id, "reason": a.skipped} for a in trace.agents if a.skipped is not None],
+        "escalated": [a.id for a in trace.agents if a.escalated],
+        "failed": [{"id": a.id, "error": a.error} for a in trace.agents if a.error is not None],
+        "context_cut": [{"id": a.id, "cut": a.context_cut} for a in trace.agents if a.context_cut is not None],
+        "capped": trace.capped,
+        "agents": trace.to_json()["agents"],
+    }
+
+
+def chunk_body(
+    trace_id: str, model: str, created: int, delta: Mapping[str, Any], finish: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """One `chat.completion.chunk` of a stream, with one choice (`delta`: what it adds to the message)."""
+    choice = {"index": 0, "delta": dict(delta), "finish_reason": finish, "logprobs": None}
+    body = {"id": f"chatcmpl-{trace_id}", "object": "chat.completion.chunk", "created": created, "model": model}
+    return body | {"choices": [choice]} | extra
+
+
+def answer_pieces(text: str, size: int = STREAM_PIECE_CHARS) -> list[str]:
+    """The answer cut into pieces of about `size` characters at word ends (joined, they are the text exactly)."""
+    pieces: list[str] = []
+    for word in re.findall(r"\s*\S+\s*|\s+", text):
+        if pieces and len(pieces[-1]) + len(word) <= size:
+            pieces[-1] += word
+        else:
+            pieces.append(word)
+    return pieces
 
 
 def unanswered(trace: Trace) -> str | None:

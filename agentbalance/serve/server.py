@@ -11,6 +11,7 @@ import copy
 import ipaddress
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -35,22 +36,34 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def server_key(host: str, api_key_file: Path | None) -> str | None:
-    """The bearer token clients must send: the key file's, if one is given (required off loopback)."""
-    if api_key_file is not None:
-        return read_api_key_file(api_key_file)
-    if not is_loopback(host):
+def server_keys(host: str, api_key_files: Sequence[Path] = ()) -> tuple[str, ...]:
+    """The bearer tokens clients may send: one per key file (a server with several clients gives each its own key,
+    and each key its own spend limit); at least one is required off loopback."""
+    keys = tuple(read_api_key_file(path) for path in api_key_files)
+    if len(set(keys)) < len(keys):
+        raise AgentBalanceError("two --api-key-file files hold the same key; give each client its own")
+    if not keys and not is_loopback(host):
         raise AgentBalanceError(
             f"--host {host} is not a loopback address: anyone who can reach it could spend your budget; give "
             "--api-key-file FILE (a file holding only the key clients must send as a bearer token)"
         )
-    return None
+    return keys
 
 
 def log_config(level: str = "info") -> dict[str, Any]:
-    """uvicorn's logging (request lines, start and shutdown) plus agentbalance's own loggers on stderr."""
+    """uvicorn's logging plus agentbalance's own loggers, split so that a machine can read stdout: on stdout one
+    JSON object per chat completion request (`agentbalance.serve.access`), on stderr what people read (start and
+    shutdown, uvicorn's request lines, warnings and errors)."""
     config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"  # uvicorn's request lines: for people
+    config["formatters"]["json_lines"] = {"format": "%(message)s"}
+    config["handlers"]["json_lines"] = {
+        "formatter": "json_lines",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stdout",
+    }
     config["loggers"]["agentbalance"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
+    config["loggers"]["agentbalance.serve.access"] = {"handlers": ["json_lines"], "level": "INFO", "propagate": False}
     return config
 
 

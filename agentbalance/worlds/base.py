@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from agentbalance.catalog import Backbone, Catalog
 from agentbalance.mas import Agent
-from agentbalance.query import Query, SameAnswer
+from agentbalance.query import Query, SameAnswer, Turn
 from agentbalance.roles import Role
 from agentbalance.tasks.formats import same_text
 
@@ -21,6 +21,9 @@ same_recorded_answer: SameAnswer = same_text
 (option letters, canonical numbers, dates as recorded, "solution:<author>" for code), so equal text after
 normalisation (case, spacing, quotes, a final stop) is the same answer; a live world's runs pass the task's
 `same_answer` (math equivalence, numbers as numbers)."""
+
+
+CONVERSATION_HEADER = "The conversation so far (the application's messages before the question):"
 
 
 @dataclass(frozen=True)
@@ -80,13 +83,22 @@ class AgentCall:
         return agent_messages(self.role, self.query, self.inputs, self.note)
 
 
-def agent_messages(role: Role, query: Query, inputs: Sequence[Upstream], note: str = "") -> list[dict[str, str]]:
-    """Chat messages of one agent call: its role's system prompt, the query, its predecessors' messages,
-    and the execution's note, if any.
+def agent_messages(
+    role: Role, query: Query, inputs: Sequence[Upstream], note: str = "", context: Sequence[Turn] | None = None
+) -> list[dict[str, str]]:
+    """Chat messages of one agent call: its role's system prompt, then one user message with the conversation
+    before the question (if any), the query, its predecessors' messages and the execution's note, if any.
 
-    Upstream text is quoted as data under a header; nothing in it changes what the runner does.
+    The conversation (`context`, by default the query's) goes into the user message under a header rather than
+    as chat turns of its own: the role prompt stays the one system message and the prompt is two messages for
+    every backbone, whatever its chat template accepts (some refuse a second system message or two user turns
+    in a row). Upstream text is quoted as data under a header; nothing in it changes what the runner does.
     """
+    context = query.context if context is None else context
     user = f"Question:\n{query.render()}"
+    if context:
+        earlier = "\n\n".join(turn.render() for turn in context)
+        user = f"{CONVERSATION_HEADER}\n\n{earlier}\n\n{user}"
     if inputs:
         quoted = "\n\n".join(
             f"[{upstream.agent_id} | {upstream.role.name}]\n{upstream.completion.text}" for upstream in inputs
@@ -162,9 +174,9 @@ MESSAGE_OVERHEAD_TOKENS = 4  # chat-format tokens per message
 
 
 def estimate_prompt_tokens(call: AgentCall) -> int:
-    """Prompt tokens of a call whose world reports none: the role prompt and the query (characters / 4)
-    plus the full completions of the inputs, which a real agent reads (not the short texts a
+    """Prompt tokens of a call whose world reports none: the role prompt, the conversation and the query
+    (characters / 4) plus the full completions of the inputs, which a real agent reads (not the short texts a
     simulated or replayed upstream shows)."""
-    own_text = call.role.prompt + call.query.render() + call.note
+    own_text = call.role.prompt + call.query.render() + call.note + "".join(t.render() for t in call.query.context)
     base = -(-len(own_text) // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * 2
     return base + sum(upstream.completion.completion_tokens for upstream in call.inputs)

@@ -3,8 +3,9 @@
 A live call needs prompt + max_tokens <= context_tokens. The role prompt, the question and the execution's
 note are the agent's own and are never cut: when they alone do not fit, the call fails with a clear reason
 (before any request is sent, so nothing is retried or paid). What gets cut are the messages from other
-agents, longest first, each to its last tokens (where an answer states its conclusion), behind a marker
-that says how much was cut.
+agents, longest first, each to its last tokens (where an answer states its conclusion), and the conversation
+before the question (oldest turns first; its system messages kept while they take at most half of its share),
+behind markers that say what was cut.
 
 Token counts, deterministic so that a rerun builds the same prompt and hits the response cache:
 
@@ -18,8 +19,10 @@ Token counts, deterministic so that a rerun builds the same prompt and hits the 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from agentbalance.query import Turn
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Upstream, agent_messages
 
 CONSERVATIVE_CHARS_PER_TOKEN = 3
@@ -56,18 +59,22 @@ def upstream_tokens(upstream: Upstream) -> int:
 
 
 def fit_prompt(call: AgentCall, context_tokens: int, max_tokens: int) -> FittedPrompt:
-    """The call's messages, with upstream messages cut so that the prompt plus `max_tokens` fits the window.
+    """The call's messages, with the conversation and upstream messages cut so that the prompt plus `max_tokens`
+    fits the window.
 
-    Raises AgentCallFailed when the agent's own text and `max_tokens` leave no room (a per-agent error).
+    The conversation before the question (if any) is cut like one more input: what is left is shared between the
+    inputs, the shortest staying whole. Raises AgentCallFailed when the agent's own text and `max_tokens` leave no
+    room (a per-agent error).
     """
     emptied = [replace(u, completion=replace(u.completion, text="")) for u in call.inputs]
-    own = sum(text_tokens(m["content"]) for m in agent_messages(call.role, call.query, emptied, call.note))
+    own = sum(text_tokens(m["content"]) for m in agent_messages(call.role, call.query, emptied, call.note, ()))
     available = context_tokens - margin_tokens(context_tokens) - max_tokens - own
     where = f"{call.backbone.name}'s context window of {context_tokens} tokens"
-    sizes = [upstream_tokens(upstream) for upstream in call.inputs]
+    turns = call.query.context
+    sizes = [upstream_tokens(upstream) for upstream in call.inputs] + ([conversation_tokens(turns)] if turns else [])
     if sum(sizes) <= available:
         return FittedPrompt(call.messages)
-    if available < len(call.inputs) * MARKER_TOKENS:
+    if available < len(sizes) * MARKER_TOKENS:
         raise AgentCallFailed(
             f"the prompt (about {own} tokens of role prompt and question) and "
             f"max_tokens {max_tokens} do not fit {where} (a margin of {margin_tokens(context_tokens)} kept); "
@@ -76,12 +83,49 @@ def fit_prompt(call: AgentCall, context_tokens: int, max_tokens: int) -> FittedP
     caps = _water_fill(sizes, available - len(sizes) * MARKER_TOKENS)
     inputs = [
         _cut(upstream, size, cap) if size > cap else upstream
-        for upstream, size, cap in zip(call.inputs, sizes, caps, strict=True)
+        for upstream, size, cap in zip(call.inputs, sizes, caps, strict=False)
     ]
+    kept = cut_conversation(turns, caps[-1]) if turns and sizes[-1] > caps[-1] else turns
     cut_tokens = sum(max(size - cap, 0) for size, cap in zip(sizes, caps, strict=True))
-    cut_agents = sum(size > cap for size, cap in zip(sizes, caps, strict=True))
-    note = f"cut {cut_tokens} tokens from {cut_agents} input(s) to fit {where} with max_tokens {max_tokens}"
-    return FittedPrompt(agent_messages(call.role, call.query, inputs, call.note), note)
+    cut_inputs = sum(size > cap for size, cap in zip(sizes[: len(inputs)], caps, strict=False))
+    parts = [f"{cut_inputs} input(s)"] if cut_inputs else []
+    parts += ["the conversation"] if kept is not turns else []
+    note = f"cut {cut_tokens} tokens from {' and '.join(parts)} to fit {where} with max_tokens {max_tokens}"
+    return FittedPrompt(agent_messages(call.role, call.query, inputs, call.note, kept), note)
+
+
+def conversation_tokens(turns: Sequence[Turn]) -> int:
+    """The conservative estimate of a conversation's tokens, as it is written into the prompt."""
+    return sum(text_tokens(turn.render()) + 1 for turn in turns)
+
+
+def cut_conversation(turns: Sequence[Turn], keep_tokens: int) -> tuple[Turn, ...]:
+    """The conversation in at most about `keep_tokens` tokens: its system messages when they take at most half
+    of it (an application's instructions matter more than old turns), then the newest turns that fit, the oldest
+    of them cut to its last tokens behind a marker; older turns are dropped and a marker says how many."""
+    system = [turn for turn in turns if turn.role == "system"]
+    if conversation_tokens(system) > keep_tokens // 2:
+        system = []
+    room = keep_tokens - conversation_tokens(system)
+    kept: list[Turn] = []
+    for turn in reversed([turn for turn in turns if turn not in system]):
+        size = conversation_tokens([turn])
+        if size <= room:
+            kept.insert(0, turn)
+            room -= size
+            continue
+        keep_chars = max(room, 0) * CONSERVATIVE_CHARS_PER_TOKEN - len(turn.role) - 4
+        if keep_chars > 0:
+            tail = turn.content[len(turn.content) - keep_chars :]
+            kept.insert(0, turn.model_copy(update={"content": f"[... the start of this message was cut ...]{tail}"}))
+        break
+    dropped = len(turns) - len(system) - len(kept)
+    marker = (
+        [Turn(role="system", content=f"[... {dropped} earlier message(s) of the conversation were cut ...]")]
+        if dropped
+        else []
+    )
+    return (*system, *marker, *kept)
 
 
 def _water_fill(sizes: list[int], budget: int) -> list[int]:

@@ -479,8 +479,10 @@ class ReplayWorld:
         return world
 
     def resolve_query(self, query: Query) -> Query:
-        """The recorded question that `query.id` names (a query file may give only ids)."""
-        return self.questions[self._query_row(query.id)]
+        """The recorded question that `query.id` names (a query file may give only ids), with the conversation
+        `query` comes in, if any (the agents read it; the recorded answers cannot change with it)."""
+        recorded = self.questions[self._query_row(query.id)]
+        return recorded.model_copy(update={"context": query.context}) if query.context else recorded
 
     def samples(self, query_id: str, backbone: str) -> int:
         """How many samples of `backbone` are recorded on the question (1 without a `sample` column): the k-th

@@ -1,0 +1,160 @@
+"""The served model: a trained controller over a world, as the server uses it (the query and budget of a request,
+the operating point the budget governor asks for, the MAS of a batch of queries, the runner that executes them).
+
+It never trains and never reads a run folder itself (TrainedController does); it never runs HTTP.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentbalance.budgets import Budget
+from agentbalance.encoders import TextEncoder
+from agentbalance.errors import AgentBalanceError
+from agentbalance.mas import MAS
+from agentbalance.query import Query, text_query
+from agentbalance.roles import RoleSet
+from agentbalance.runtime.execution import Caps
+from agentbalance.runtime.runner import Runner
+from agentbalance.serve.governor import DEFAULT_MIN_SCALE, OperatingPoint
+from agentbalance.serve.protocol import Asked, ProtocolError
+from agentbalance.trained import TrainedController
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, RecordedWorld, World
+from agentbalance.worlds.live import LiveWorld
+
+ENCODER_MEMORY = 20_000  # query embeddings kept in memory (about 30 MB)
+# texts per encoder batch: a batch pads to its longest text, and on the CPU a batch of 64 of the simulator's
+# questions cost 2.4x the time per text of batches of 1-8 (measured: 120 vs 46-51 ms of CPU per text, one
+# thread); the embeddings do not depend on it (float64), and the controller's own pass still takes the lot
+ENCODER_BATCH = 8
+# the difficulty offset's shift per unit of log tightening (see `ServedModel.construction_point`): difficulties and
+# pool thresholds lie in about [0, 1], so a shift of -1.5 sends nearly every query to the cheapest pool, reached
+# at the governor's floor, a tightening of 1/8 (log 2.08)
+DELTA_PER_LOG_TIGHTENING = 1.5 / math.log(1 / DEFAULT_MIN_SCALE)
+
+
+@dataclass(frozen=True)
+class ConstructionPoint:
+    """Where the controller builds a request's MAS: the budget it is conditioned on (None: its own), a shift of
+    its difficulty offset (<= 0: cheaper pools) and a cap on its pools (None: its own)."""
+
+    budget: Budget | None = None
+    delta_shift: float = 0.0
+    max_pool: int | None = None
+
+    def describe(self) -> dict[str, Any]:
+        budget = dataclasses.asdict(self.budget) if self.budget is not None else None
+        return {"budget": budget, "delta_shift": self.delta_shift, "max_pool": self.max_pool}
+
+
+class ServedModel:
+    """A trained controller over a world, as the server uses it: the budget and query of a request, the runner
+    that executes its MAS. One model may back several apps (each builds MAS with its own batcher)."""
+
+    def __init__(self, controller: TrainedController, world: World) -> None:
+        self.controller = controller.over(world)
+        self.world = world
+
+    @classmethod
+    def load(cls, run_dir: str | Path, world: World, roles: RoleSet | None = None) -> ServedModel:
+        """The run folder's controller over `world`. Its encoder keeps no disk cache (users' questions are not
+        written to disk by it) and a bounded memory cache, so a long-running server does not grow."""
+        encoder = TextEncoder(use_disk_cache=False, batch_size=ENCODER_BATCH, memory_limit=ENCODER_MEMORY)
+        return cls(TrainedController.load(run_dir, world=world, roles=roles, encoder=encoder), world)
+
+    def serving(self, budget: Budget | None) -> Budget:
+        """The budget a request is served with, or a 400 naming the budgets this model serves."""
+        try:
+            served, _ = self.controller.serving(budget)
+        except AgentBalanceError as error:
+            known = self.controller.budget_range
+            also = f" (this model serves {known.describe()}; a looser budget is served as the loosest)" if known else ""
+            raise ProtocolError(400, f"budget: {error}{also}", param="budget") from None
+        return served
+
+    def query(self, asked: Asked) -> Query:
+        """The query of a request: its last user message (same text, same id: the controller builds the same MAS
+        and the simulator answers it the same way) with the conversation before it as context, or in a replay
+        world the recorded question `query_id` names, with that context."""
+        if isinstance(self.world, RecordedWorld):
+            if asked.query_id is None:
+                raise ProtocolError(
+                    400,
+                    f"query_id: the {self.world.name!r} world replays recorded answers, so it answers only its "
+                    'recorded questions: name one with the body field "query_id"',
+                    param="query_id",
+                )
+            try:
+                named = Query(id=asked.query_id, question=asked.question, context=asked.context)
+                return self.world.resolve_query(named)
+            except (AgentBalanceError, KeyError, IndexError):
+                raise ProtocolError(
+                    400,
+                    f"query_id: {asked.query_id!r} is not a recorded question of {self.world.name!r}",
+                    param="query_id",
+                ) from None
+        if asked.query_id is not None:
+            raise ProtocolError(400, "query_id: only a replay world looks questions up by id", param="query_id")
+        return text_query(asked.question).model_copy(update={"context": asked.context})
+
+    def check_fits(self, mas: MAS, query: Query) -> None:
+        """A 400 when the question alone cannot fit the context window of one of the MAS's backbones (with its
+        role prompt and completion limit): the client must shorten it; no call is sent or paid for."""
+        if not isinstance(self.world, LiveWorld):  # only a live world fits prompts to context windows
+            return
+        roles, catalog = self.controller.roles, self.world.catalog
+        for agent in mas.agents:
+            try:
+                self.world.fitted_prompt(AgentCall(agent, roles[agent.role], catalog[agent.backbone], query))
+            except AgentCallFailed as error:
+                too_long = f"messages: the question is too long for backbone {agent.backbone!r}: {error}"
+                raise ProtocolError(400, too_long, param="messages") from None
+
+    def construction_point(self, budget: Budget | None, governed: OperatingPoint | None = None) -> ConstructionPoint:
+        """Where a request asking `budget` is built when the governor tightens each axis of its budget by the factors
+        of `governed` (never looser).
+
+        A budget-conditioned controller takes the tightened budget within its range; what its range cannot give,
+        and everything for a controller built for one budget, becomes a shift of the difficulty offset, the log of
+        the remaining factor times DELTA_PER_LOG_TIGHTENING, so queries move to cheaper pools smoothly rather than
+        by steps. At the governor's floor the pools are capped at the cheapest too.
+        """
+        if governed is None or min(governed.tok_scale, governed.lat_scale) >= 1.0:
+            return ConstructionPoint(budget)
+        served = self.serving(budget)
+        remaining = -math.log(min(governed.tok_scale, governed.lat_scale))  # log units the offset must give
+        point_budget = budget
+        known = self.controller.budget_range
+        if known is not None and (served.tok is not None or served.lat is not None):
+            floor_scale = 1 / known.ratio
+            wanted = known.requested_scale(governed.scaled(served))
+            point_budget = known.at(max(wanted, floor_scale))
+            remaining = max(0.0, math.log(floor_scale / wanted))  # beyond the range's tightest budget
+        cheapest = 0 if governed.tightening >= 1.0 else None
+        return ConstructionPoint(point_budget, -DELTA_PER_LOG_TIGHTENING * remaining, cheapest)
+
+    def construct_many(self, queries: list[Query], point: ConstructionPoint) -> list[MAS]:
+        """The MAS of queries served at one operating point (one forward pass)."""
+        return self.controller.construct_many(
+            queries, point.budget, delta_shift=point.delta_shift, max_pool=point.max_pool
+        )
+
+    def runner(self, caps: Caps, concurrency: int) -> Runner:
+        return self.controller.runner(self.world, caps=caps, concurrency=concurrency)
+
+    def describe(self) -> dict[str, Any]:
+        """What /v1/models says about the model beyond its name."""
+        controller = self.controller
+        budget_range = controller.budget_range
+        return {
+            "run": controller.run_dir.name,
+            "world": self.world.name,
+            "simulated": self.world.simulated,
+            "budget": dataclasses.asdict(controller.budget),
+            "budget_range": budget_range.describe() if budget_range is not None else None,
+            "backbones": list(controller.backbones),
+        }
