@@ -161,17 +161,16 @@ class TrainedController:
         budget: Budget | None = None,
         *,
         delta_shift: float = 0.0,
-        max_pool: int | None = None,
     ) -> list[MAS]:
         """The MAS for each query, in one batched forward pass (a MAS built for a Query carries its id).
-        `delta_shift` (<= 0: cheaper pools) moves the difficulty offset it serves `budget` with and `max_pool`
-        caps the pools, as a served model's budget governor does."""
+        `delta_shift` (< 0: cheaper pools) moves the difficulty offset it serves `budget` with, as a served model's
+        budget governor does."""
         asked = [as_query(query) for query in queries]
         if not asked:
             return []
         embeddings = torch.from_numpy(self.encoder.encode([q.render() for q in asked]).copy())
         ids = [query.id if isinstance(query, Query) else None for query in queries]
-        return self.construct_embedded(embeddings, ids, budget, delta_shift=delta_shift, max_pool=max_pool)
+        return self.construct_embedded(embeddings, ids, budget, delta_shift=delta_shift)
 
     def construct_embedded(
         self,
@@ -180,19 +179,13 @@ class TrainedController:
         budget: Budget | None = None,
         *,
         delta_shift: float = 0.0,
-        max_pool: int | None = None,
     ) -> list[MAS]:
         """`construct_many` from query embeddings already computed (an experiment's cache)."""
         served, delta = self.serving(budget)
         condition = budget_condition(served, len(query_ids))
         if delta_shift:
             delta = (self.controller.config.delta if delta is None else delta) + delta_shift
-        return self.controller.construct(embeddings, condition, list(query_ids), delta=delta, max_pool=max_pool)
-
-    @property
-    def pool_count(self) -> int:
-        """How many pools it chooses among (pool 0 the cheapest)."""
-        return self.controller.selection.pool_count
+        return self.controller.construct(embeddings, condition, list(query_ids), delta=delta)
 
     # ---- running and evaluating
 

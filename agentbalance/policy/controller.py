@@ -147,12 +147,10 @@ class Controller(nn.Module):
         given: Decisions | None = None,
         delta: float | None = None,
         generator: torch.Generator | None = None,
-        max_pool: int | None = None,
     ) -> Step:
         """`mode`: "sample" (training: every draw from `generator`, required), "greedy" (deployment) or
         "given" (score `given` decisions); `delta` overrides the configured difficulty offset (a
-        budget-conditioned model's calibrated one) and `max_pool` lowers the configured pool cap (a served
-        model's governor). A random ablation samples in greedy mode too: from
+        budget-conditioned model's calibrated one). A random ablation samples in greedy mode too: from
         `generator`, or else from one seeded with DEPLOYMENT_SEED for this call (reproducible constructions)."""
         ctx, c = self.context, self.config
         if generator is None and mode == GREEDY and c.ablation in RANDOM_AT_DEPLOYMENT:
@@ -162,8 +160,7 @@ class Controller(nn.Module):
         difficulty = self.difficulty(query_embeddings)
 
         offset = c.delta if delta is None else delta
-        cap = c.max_pool if max_pool is None else min(max_pool, c.max_pool if c.max_pool is not None else max_pool)
-        pool_log_probs = self.selection(difficulty, condition, delta=offset, max_pool=cap)
+        pool_log_probs = self.selection(difficulty, condition, delta=offset, max_pool=c.max_pool)
         pool_log_probs, pool = self._stage_choice(
             pool_log_probs, "random-selection", mode, generator, given.pool if given else None
         )
@@ -171,7 +168,7 @@ class Controller(nn.Module):
 
         role_vectors = self.matching.role_vectors(query_embeddings, difficulty, condition, ctx)
         agent_pool_log_probs = self.agent_pools(
-            role_vectors, pool, ctx, max_pool=cap, query_pool_only=c.ablation == "one-pool"
+            role_vectors, pool, ctx, max_pool=c.max_pool, query_pool_only=c.ablation == "one-pool"
         )  # [B, R, P]
         given_pools = None
         if given is not None:
@@ -271,11 +268,10 @@ class Controller(nn.Module):
         condition: torch.Tensor | None = None,
         query_ids: Sequence[str | None] | None = None,
         delta: float | None = None,
-        max_pool: int | None = None,
     ) -> list[MAS]:
-        """Greedy deployment: the most likely MAS for each query of a batch (`delta`, `max_pool`: as `forward`)."""
+        """Greedy deployment: the most likely MAS for each query of a batch."""
         with torch.no_grad():
-            step = self(query_embeddings, condition, mode=GREEDY, delta=delta, max_pool=max_pool)
+            step = self(query_embeddings, condition, mode=GREEDY, delta=delta)
         return self.to_masses(step.decisions, query_ids)
 
     def construct_texts(

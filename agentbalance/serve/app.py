@@ -36,6 +36,7 @@ from agentbalance.serve.spending import SpendLedger, key_id
 
 log = logging.getLogger("agentbalance.serve")
 MAX_BODY_BYTES = 1 << 20  # 1 MiB: a question and its conversation, not a corpus
+CHAT_PATH = "/v1/chat/completions"
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastA
     app.state.admission = handler.admission
     app.state.batcher = handler.batcher
     app.state.handler = handler
-    _error_handlers(app)
+    _error_handlers(app, handler.metrics)
     keys = [key.encode() for key in options.api_keys]
 
     def client_key(request: Request) -> str:
@@ -152,16 +153,13 @@ def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastA
             described["governor"] = handler.governor.state()
         return {"object": "list", "data": [card | {"agentbalance": described}]}
 
-    @app.post("/v1/chat/completions")
+    @app.post(CHAT_PATH)
     async def chat_completions(body: ChatRequest, http: Request, key: str = Depends(client_key)) -> Response:
+        http.state.stream = bool(body.stream)  # how a refusal of this request is counted
         asked = read_request(body, options.name, budgeted=model.controller.budget_range is not None)
         budget = asked.budget or options.budget
         request = ServedRequest(asked, model.query(asked), budget, model.serving(budget), body.model, key)
-        try:
-            handler.admit(request)
-        except ProtocolError as error:
-            handler.metrics.status(error.status, asked.stream)
-            raise
+        handler.admit(request)
         if asked.stream:
             return handler.stream(request)
         return await handler.complete(request, http)
@@ -169,19 +167,25 @@ def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastA
     return app
 
 
-def _error_handlers(app: FastAPI) -> None:
+def _error_handlers(app: FastAPI, metrics: ServeMetrics) -> None:
     """Every error as OpenAI's error object: a refused request with its status, a malformed body as 400 (never
-    FastAPI's 422), an unknown route as 404, and anything unexpected as a 500 without a traceback."""
+    FastAPI's 422), an unknown route as 404, and anything unexpected as a 500 without a traceback. A refused chat
+    completion is counted here, by its status (an answered one where it is answered)."""
+
+    def counted(request: Request, response: JSONResponse) -> JSONResponse:
+        if request.url.path == CHAT_PATH:
+            metrics.status(response.status_code, getattr(request.state, "stream", False))
+        return response
 
     @app.exception_handler(ProtocolError)
-    async def refused(_: Request, error: ProtocolError) -> JSONResponse:
-        return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+    async def refused(request: Request, error: ProtocolError) -> JSONResponse:
+        return counted(request, JSONResponse(error.body(), status_code=error.status, headers=error.headers))
 
     @app.exception_handler(RequestValidationError)
     async def malformed(request: Request, error: RequestValidationError) -> JSONResponse:
         if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
             message = "body: send the request as JSON, with the header Content-Type: application/json"
-            return JSONResponse(error_body(message, "invalid_request_error", "body"), status_code=400)
+            return counted(request, JSONResponse(error_body(message, "invalid_request_error", "body"), 400))
         problems = []
         for problem in error.errors()[:5]:
             if problem.get("type") == "json_invalid":
@@ -191,15 +195,16 @@ def _error_handlers(app: FastAPI) -> None:
             problems.append(f"{where}: {problem.get('msg', 'invalid')}")
         first = problems[0].split(":")[0] if problems else None
         message = f"invalid request: {'; '.join(problems)}"
-        return JSONResponse(error_body(message, "invalid_request_error", first), status_code=400)
+        return counted(request, JSONResponse(error_body(message, "invalid_request_error", first), status_code=400))
 
     @app.exception_handler(HTTPException)
-    async def http_error(_: Request, error: HTTPException) -> JSONResponse:
+    async def http_error(request: Request, error: HTTPException) -> JSONResponse:
         body = error_body(str(error.detail), "invalid_request_error")
-        return JSONResponse(body, status_code=error.status_code, headers=dict(error.headers or {}))
+        response = JSONResponse(body, status_code=error.status_code, headers=dict(error.headers or {}))
+        return counted(request, response)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
         log.error("%s %s failed: %s", request.method, request.url.path, type(error).__name__, exc_info=error)
         body = error_body("internal server error; the server's log has the details", "server_error")
-        return JSONResponse(body, status_code=500)
+        return counted(request, JSONResponse(body, status_code=500))

@@ -213,7 +213,9 @@ class ChatHandler:
         self._access(request, CLIENT_CLOSED, request.asked.stream, cancelled=True)
 
     def _refused(self, request: ServedRequest, error: ProtocolError, stream: bool = False) -> None:
-        self.metrics.status(error.status, stream)
+        """An admitted request refused while it ran (counted by the app's error handler, or here in a stream)."""
+        if stream:
+            self.metrics.status(error.status, stream)
         self._access(request, error.status, stream, error=error.message if error.status >= 500 else None)
 
     def _charge(self, request: ServedRequest, usd: float) -> None:
