@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from agentbalance.encoders import TextEncoder
     from agentbalance.experiment import Experiment
     from agentbalance.train.build import Built
 
@@ -152,6 +153,15 @@ def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(f"{type(result.exception).__name__} escaped the CLI") from result.exception
     return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="session")
+def encoder() -> TextEncoder:
+    """One sentence encoder for the served models of every serve test (each would otherwise load the model); no
+    disk cache, as `serve` keeps none."""
+    from agentbalance.encoders import TextEncoder
+
+    return TextEncoder(use_disk_cache=False)
 
 
 @pytest.fixture(scope="module")

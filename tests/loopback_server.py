@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import re
 import socket
 import struct
 import sys
@@ -31,7 +32,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-FaultKind = Literal["status", "malformed", "empty_choices", "no_usage", "drop", "reset", "truncated", "slow"]
+FaultKind = Literal[
+    "status", "malformed", "empty_choices", "no_usage", "drop", "reset", "truncated", "slow", "broken_stream"
+]
 Responder = Callable[[dict[str, Any]], str]
 
 
@@ -44,7 +47,8 @@ class Fault:
     no_usage: 200 without `usage`; drop: close the connection without answering (FIN);
     reset: abort the connection with a TCP RST (ECONNRESET at the client);
     truncated: send the 200 headers and half the body, then reset the connection;
-    slow: a normal answer after `delay_s` (a timeout when it exceeds the client's).
+    slow: a normal answer after `delay_s` (a timeout when it exceeds the client's);
+    broken_stream: a streamed request gets its first two pieces, then a reset connection.
     Every kind waits `delay_s` first, so "a 500 after 2 s" is `Fault(status=500, delay_s=2)`.
     """
 
@@ -140,6 +144,7 @@ class LoopbackServer:
     requests: list[RecordedRequest] = field(default_factory=list)
     in_flight: int = 0  # requests being handled now
     abandoned: int = 0  # requests whose client closed the connection before the answer was sent (it gave up)
+    stream_gap_s: float = 0.0  # a streamed answer's pause between its pieces
     max_in_flight: int = 0  # the most handled at once: what a client's concurrency limit allowed
     _queue: list[Fault] = field(default_factory=list)
     _model_queues: dict[str, list[Fault]] = field(default_factory=dict)
@@ -323,7 +328,15 @@ def _handler_for(server_state: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True
                     return
                 with contextlib.suppress(OSError):  # a slow answer's client may have given up first
-                    self._send(200, response)
+                    if body.get("stream"):
+                        self._send_stream(body, response)
+                    else:
+                        self._send(200, response)
+            elif fault.kind == "broken_stream":
+                response = server_state.completion_body(body)
+                record(200, response)
+                self._send_stream(body, response, pieces=2)
+                self._reset()
             elif fault.kind == "status":
                 error = {"error": {"message": fault.message, "type": "server_error", "code": None}}
                 record(fault.status, error)
@@ -359,6 +372,36 @@ def _handler_for(server_state: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data[: len(data) // 2])
                 self.wfile.flush()
                 self._reset()
+
+        def _send_stream(self, body: dict[str, Any], response: dict[str, Any], pieces: int | None = None) -> None:
+            """The answer as server-sent events, a word a chunk (`stream_gap_s` apart), the usage last when asked,
+            then `[DONE]`; or only its first `pieces` chunks."""
+            text = response["choices"][0]["message"]["content"]
+            words = re.findall(r"\s*\S+\s*", text) or [text]
+            base = {k: response[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+
+            def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+                choice = {"index": 0, "delta": delta, "finish_reason": finish}
+                return b"data: " + json.dumps(base | {"choices": [choice]} | extra).encode() + b"\n\n"
+
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            for number, word in enumerate(words[:pieces] if pieces is not None else words):
+                delta = {"role": "assistant", "content": word} if number == 0 else {"content": word}
+                self.wfile.write(chunk(delta))
+                self.wfile.flush()
+                time.sleep(server_state.stream_gap_s)
+            if pieces is not None:
+                return
+            self.wfile.write(chunk({}, "stop"))
+            if (body.get("stream_options") or {}).get("include_usage"):
+                self.wfile.write(b"data: " + json.dumps(base | {"choices": [], "usage": response["usage"]}).encode())
+                self.wfile.write(b"\n\n")
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
 
         def _client_gone(self) -> bool:
             """Whether the client closed its side of the connection (an end of stream is waiting to be read)."""

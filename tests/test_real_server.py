@@ -369,3 +369,60 @@ def test_serve_answers_the_openai_client_and_autogen_with_a_mas_run_on_the_real_
         result = asyncio.run(create())
         assert result.content and result.usage.completion_tokens > 0  # type: ignore[attr-defined]
     assert smollm2.requests() > before  # the agents' calls reached the real server
+
+
+def test_serve_streams_a_conversation_and_a_client_that_leaves_starts_no_call_on_the_real_server(
+    live_run: tuple[Path, dict[str, object]], smollm2: RealServer, gemma3: RealServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A system message and three turns, streamed, from the real server's models; then the same conversation from a
+    client that hangs up at once: the real servers' logs show no call started after the hang-up (at most the
+    calls already in flight, which the server closed, finish there), fewer than the whole MAS made."""
+    import openai
+
+    from agentbalance.serve import ServedModel, ServerThread, create_app
+    from agentbalance.worlds import LiveOptions, open_world
+    from tests.test_serve_cancellation import send_and_hang_up
+
+    folder = live_run[0]
+    catalog = Catalog.load(folder.parent / "local-catalog.yaml")
+    monkeypatch.setenv("AGENTBALANCE_API_KEY", KEY)
+    world = open_world("live", catalog, live=LiveOptions(use_cache=False, api_key_file=None))
+    conversation = [
+        {"role": "system", "content": "Answer with a number."},
+        {"role": "user", "content": "What is 2 + 2?"},
+        {"role": "assistant", "content": "4"},
+        {"role": "user", "content": "What is 12 + 7?"},
+    ]
+
+    def answered() -> int:
+        return smollm2.requests() + gemma3.requests()
+
+    def quiet() -> int:
+        """The servers' count once nothing more has been answered for 5 s (a call in flight may still finish)."""
+        count, since = answered(), time.monotonic()
+        while time.monotonic() - since < 5:
+            time.sleep(0.1)
+            if answered() != count:
+                count, since = answered(), time.monotonic()
+        return count
+
+    with ServerThread(create_app(ServedModel.load(folder, world))) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120)
+        before = answered()
+        plain = client.chat.completions.create(model="agentbalance", messages=conversation)  # type: ignore[arg-type]
+        calls = quiet() - before
+        with client.chat.completions.create(
+            model="agentbalance", messages=conversation, stream=True, stream_options={"include_usage": True}
+        ) as stream:  # type: ignore[call-overload]
+            chunks = list(stream)
+        assert chunks[0].choices[0].delta.role == "assistant" and chunks[-1].usage.prompt_tokens > 0
+        streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        assert streamed and chunks[-1].model_extra["agentbalance"]["cost_usd"] > 0
+        ran = [a for a in plain.model_extra["agentbalance"]["agents"] if a["skipped"] is None]  # type: ignore[index]
+        assert calls == len(ran) >= 1  # every agent that ran is one call the real servers answered
+        before_hang_up = quiet()
+        send_and_hang_up(url, {"model": "agentbalance", "messages": conversation}, 0.05)  # the same MAS (no cache)
+        started = quiet() - before_hang_up
+    mas = plain.model_extra["agentbalance"]["mas"]  # type: ignore[index]
+    first_step = [agent for agent in mas["agents"] if not any(edge[1] == agent["id"] for edge in mas["edges"])]
+    assert started <= len(first_step) and (started < calls or calls == 1)

@@ -56,12 +56,6 @@ from tests.serving import (
 
 
 @pytest.fixture(scope="module")
-def encoder() -> TextEncoder:
-    """One encoder for every served model of the module (each would otherwise load the sentence model)."""
-    return TextEncoder(use_disk_cache=False)
-
-
-@pytest.fixture(scope="module")
 def conditioned_run(trained_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The session's run folder as a budget-conditioned one (its range: Tok 0.0625 to 0.5, Lat 7.5 to 60). Only the
     range is added: what is under test is how the server reads and checks budgets, not conditioned training

@@ -25,11 +25,6 @@ from tests.serving import QUESTION, USER, client, live_world, post, served
 SLOW_S = 0.8  # each upstream call's time: long enough for a client to give up in the middle of a MAS
 
 
-@pytest.fixture(scope="module")
-def encoder() -> TextEncoder:
-    return TextEncoder(use_disk_cache=False)
-
-
 def metric(url: str, name: str, **labels: str) -> float:
     """One sample of the server's /metrics, read with prometheus-client's own parser."""
     parts = urlsplit(url)

@@ -35,8 +35,8 @@ def in_the_clients_extra(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def sim_model(trained_run: Path) -> ServedModel:
-    return served(trained_run, SimulatedWorld(Catalog.load(), seed=0), TextEncoder(use_disk_cache=False))
+def sim_model(trained_run: Path, encoder: TextEncoder) -> ServedModel:
+    return served(trained_run, SimulatedWorld(Catalog.load(), seed=0), encoder)
 
 
 @pytest.fixture(scope="module")

@@ -37,11 +37,6 @@ CONVERSATION = [
 
 
 @pytest.fixture(scope="module")
-def encoder() -> TextEncoder:
-    return TextEncoder(use_disk_cache=False)
-
-
-@pytest.fixture(scope="module")
 def sim_model(trained_run: Path, encoder: TextEncoder) -> ServedModel:
     return served(trained_run, SimulatedWorld(Catalog.load(), seed=0), encoder)
 
@@ -214,3 +209,30 @@ def test_a_refused_stream_is_refused_with_its_status_before_any_event(sim_url: s
     body = {"model": "agentbalance", "messages": [{"role": "tool", "content": "x"}], "stream": True}
     status, events = raw_stream(sim_url, body)
     assert status == 400 and events == []
+
+
+def test_in_a_live_world_the_decision_agents_words_are_streamed_as_they_arrive(
+    trained_run: Path, encoder: TextEncoder
+) -> None:
+    """The decision agent's call is streamed from the endpoint and each piece passed on at once: the client has the
+    first words while the endpoint is still sending (0.1 s between words), and they join to the plain answer."""
+    import time
+
+    with (
+        LoopbackServer(api_keys={UPSTREAM_KEY}, stream_gap_s=0.1) as upstream,
+        serving(served(trained_run, live_world(upstream), encoder)) as url,
+    ):
+        plain = chat(url, CONVERSATION)
+        arrivals: list[tuple[float, str]] = []
+        with chat(url, CONVERSATION, stream=True, stream_options={"include_usage": True}) as stream:
+            for chunk in stream:
+                if chunk.choices and chunk.choices[0].delta.content:
+                    arrivals.append((time.perf_counter(), chunk.choices[0].delta.content))
+                last = chunk
+        streamed = [r for r in upstream.requests if r.body.get("stream")]
+    extra = last.model_extra["agentbalance"]
+    decision = next(a for a in extra["agents"] if a["id"] == extra["mas"]["decision"])
+    assert [r.body["model"] for r in streamed] == [Catalog.load()[decision["backbone"]].model_id]  # it, and only it
+    assert len(arrivals) > 2 and arrivals[-1][0] - arrivals[0][0] >= 0.1 * (len(arrivals) - 2)  # apart, as sent
+    assert "".join(piece for _, piece in arrivals) == plain.choices[0].message.content
+    assert last.usage is not None and last.usage.completion_tokens == plain.usage.completion_tokens

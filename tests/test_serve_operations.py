@@ -37,11 +37,6 @@ LONG_CONTEXT = [
 
 
 @pytest.fixture(scope="module")
-def encoder() -> TextEncoder:
-    return TextEncoder(use_disk_cache=False)
-
-
-@pytest.fixture(scope="module")
 def sim_model(trained_run: Path, encoder: TextEncoder) -> ServedModel:
     return served(trained_run, SimulatedWorld(Catalog.load(), seed=0), encoder)
 

@@ -6,6 +6,7 @@ It executes a given MAS and accounts for it; it never decides which agents run (
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from agentbalance.query import Query, SameAnswer
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import AgentResult, Caps, Execution, Grader
 from agentbalance.runtime.trace import Trace
-from agentbalance.worlds.base import AgentCall, AgentCallFailed, World, same_recorded_answer
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, TextSink, World, same_recorded_answer
 
 __all__ = ["Caps", "Grader", "RunProgress", "Runner"]
 
@@ -57,10 +58,16 @@ class Runner:
         self.same_answer = same_answer  # the task's rule; conditional agents compare their inputs with it
 
     async def run(
-        self, mas: MAS, query: Query, limit: asyncio.Semaphore | None = None, progress: RunProgress | None = None
+        self,
+        mas: MAS,
+        query: Query,
+        limit: asyncio.Semaphore | None = None,
+        progress: RunProgress | None = None,
+        stream: TextSink | None = None,
     ) -> Trace:
         """Execute `mas` on `query`; agent failures are recorded, user errors (AgentBalanceError) raise. Cancelling
-        it cancels its calls in flight and starts no other; `progress` (if given) says what it had done by then.
+        it cancels its calls in flight and starts no other; `progress` (if given) says what it had done by then;
+        `stream` (if given) receives the decision agent's text as its call produces it (nothing when it is skipped).
 
         Event-driven: an agent's task is created the moment its last predecessor finishes, so no
         task ever waits on another and the per-agent cost stays a few microseconds.
@@ -92,6 +99,8 @@ class Runner:
                 ready = execution.skip(agent_id, skip)
             else:
                 call = execution.call(agent_id)
+                if stream is not None and agent_id == mas.decision:
+                    call = dataclasses.replace(call, stream=stream)
                 async with limit:
                     if progress is not None:
                         progress.started += 1

@@ -44,6 +44,7 @@ from agentbalance.serve.protocol import (
     usage_of,
 )
 from agentbalance.serve.spending import SpendLedger
+from agentbalance.worlds.base import TextSink
 
 log = logging.getLogger("agentbalance.serve")
 access_log = logging.getLogger("agentbalance.serve.access")
@@ -99,17 +100,26 @@ class ChatHandler:
                     headers={"Retry-After": str(max(1, int(retry_s + 0.999)))},
                 )
 
+    async def serve(
+        self, request: ServedRequest, stream: bool = False, sink: TextSink | None = None
+    ) -> tuple[MAS, Trace, dict[str, Any]]:
+        """Build, run and account for one admitted request, without HTTP (`complete` and `stream` wrap it; a program
+        that embeds the server, or a benchmark, may call it with its own queries): the MAS, its trace, and what the
+        response's `agentbalance` object adds. `sink` receives the decision agent's text as a live world streams it.
+        Refusals raise ProtocolError."""
+        mas, trace = await self.drain.run(self._answer(request, sink))
+        return mas, trace, self._settle(request, trace, mas, 200, stream)
+
     async def complete(self, request: ServedRequest, http: Request) -> Response:
         """A non-streamed answer; the run is cancelled when the client disconnects before it."""
         try:
-            mas, trace = await until_disconnected(http, self.drain.run(self._answer(request)))
+            mas, trace, extra = await until_disconnected(http, self.serve(request))
         except ClientGone:
             self._cancelled(request)
             return Response(status_code=CLIENT_CLOSED)  # nobody reads it: the client has gone
         except ProtocolError as error:
             self._refused(request, error)
             raise
-        extra = self._settle(request, trace, mas, 200)
         body = completion_body(trace, mas, request.served, request.model_name, request.trace_id, request.created, extra)
         return JSONResponse(body)
 
@@ -126,9 +136,25 @@ class ChatHandler:
         ids = (request.trace_id, request.model_name, request.created)
         usage_field = {"usage": None} if request.asked.include_usage else {}
         yield event(chunk_body(*ids, {"role": "assistant", "content": ""}, **usage_field))
+        pieces: asyncio.Queue[str] = asyncio.Queue()
+        streamed: list[str] = []
+        run = asyncio.ensure_future(self.serve(request, stream=True, sink=pieces.put_nowait))
         try:
-            mas, trace = await self.drain.run(self._answer(request))
+            while not run.done() or not pieces.empty():  # the decision agent's text as a live world streams it
+                if pieces.empty():
+                    arrived = asyncio.ensure_future(pieces.get())
+                    await asyncio.wait({run, arrived}, return_when=asyncio.FIRST_COMPLETED)
+                    if not arrived.done():
+                        arrived.cancel()
+                        continue
+                    piece = arrived.result()
+                else:
+                    piece = pieces.get_nowait()
+                streamed.append(piece)
+                yield event(chunk_body(*ids, {"content": piece}, **usage_field))
+            mas, trace, extra = run.result()
         except asyncio.CancelledError:  # the client left (sse-starlette cancels the stream): so does the run
+            run.cancel()
             self._cancelled(request)
             raise
         except ProtocolError as error:
@@ -143,9 +169,9 @@ class ChatHandler:
                                       kind="server_error").body())  # fmt: skip
             yield event("[DONE]")
             return
-        extra = self._settle(request, trace, mas, 200, stream=True)
-        for piece in answer_pieces(answer_text(trace)):
-            yield event(chunk_body(*ids, {"content": piece}, **usage_field))
+        if not streamed:  # nothing streamed as it came (the simulator, a skipped decision agent): the finished text
+            for piece in answer_pieces(answer_text(trace)):
+                yield event(chunk_body(*ids, {"content": piece}, **usage_field))
         details = details_of(trace, mas, request.served, request.trace_id) | extra
         if request.asked.include_usage:
             yield event(chunk_body(*ids, {}, finish_reason(trace), usage=None))
@@ -156,8 +182,16 @@ class ChatHandler:
             yield event(chunk_body(*ids, {}, finish_reason(trace), agentbalance=details))
         yield event("[DONE]")
 
-    async def _answer(self, request: ServedRequest) -> tuple[MAS, Trace]:
-        """Build and run the request's MAS in a slot; a world's refusal is a 502, an unanswered MAS too."""
+    async def _answer(self, request: ServedRequest, sink: TextSink | None = None) -> tuple[MAS, Trace]:
+        """Build and run the request's MAS in a slot; a world's refusal is a 502, an unanswered MAS too, and so is a
+        decision agent whose streamed answer broke off (its client has part of an answer, and no other follows)."""
+        passed: list[str] = []
+
+        def passing(piece: str) -> None:
+            passed.append(piece)
+            if sink is not None:
+                sink(piece)
+
         async with self.admission.slot():
             self.metrics.in_flight.inc()
             try:
@@ -167,13 +201,17 @@ class ChatHandler:
                 except AgentBalanceError as error:
                     raise ProtocolError(400, str(error)) from None
                 self.model.check_fits(mas, request.query)
+                stream = passing if sink is not None else None
                 try:
-                    trace = await self.runner.run(mas, request.query, self.calls, request.progress)
+                    trace = await self.runner.run(mas, request.query, self.calls, request.progress, stream)
                 except AgentBalanceError as error:  # the world refused: key, model, endpoint (never a key in it)
                     raise ProtocolError(502, f"upstream: {error}", kind="upstream_error") from None
             finally:
                 self.metrics.in_flight.dec()
         failed = unanswered(trace)
+        decision = next((agent for agent in trace.agents if agent.id == mas.decision), None)
+        if failed is None and passed and decision is not None and decision.error is not None:
+            failed = f"upstream: the answer broke off after it began streaming ({decision.id}: {decision.error})"
         if failed is not None:
             self._charge(request, trace.cost_usd)  # the failed calls' prompts were paid
             self.metrics.answered(trace, time.perf_counter() - request.started)

@@ -5,7 +5,7 @@ Worlds answer calls; they never decide which agents run or how they are wired (t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol, runtime_checkable
@@ -24,6 +24,8 @@ normalisation (case, spacing, quotes, a final stop) is the same answer; a live w
 
 
 CONVERSATION_HEADER = "The conversation so far (the application's messages before the question):"
+TextSink = Callable[[str], None]
+"""Where a streamed answer's text goes as it arrives, piece by piece (serve's stream to its client)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,9 @@ class AgentCall:
     `sample`: which of the backbone's samples this agent reads (the k-th agent of its MAS on this backbone
     reads sample k), so agents sharing a backbone do not all give the same answer; a multi-sample replay
     world reads its recorded sample k (mod the number recorded), a live world sends it as the `seed`.
+    `stream`: where the answer's text goes as it arrives: a live world streams the call and passes each piece on
+    (a cached answer whole, at once); the simulated and replay worlds, whose answers take no time, pass nothing
+    (the caller sends the finished text). None: not streamed.
     """
 
     agent: Agent
@@ -77,6 +82,7 @@ class AgentCall:
     inputs: Sequence[Upstream] = field(default_factory=tuple)
     note: str = ""
     sample: int = 0
+    stream: TextSink | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def messages(self) -> list[dict[str, str]]:

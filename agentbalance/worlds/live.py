@@ -16,7 +16,10 @@ How a call is answered:
   (the k-th agent of a MAS on this backbone: a distinct call), then the
   backbone's `request` mapping: keys the SDK knows (reasoning_effort, temperature, top_p, ...) as
   arguments, the others (enable_thinking, ...) in the JSON body via `extra_body`; a `null` value drops
-  a default (e.g. `temperature: null` for models that reject it). Non-streaming.
+  a default (e.g. `temperature: null` for models that reject it). Non-streaming, except for a call with a
+  `stream` sink (serve's streamed answer: the decision agent): then `stream: true` with `include_usage`, each
+  piece of text passed on as it arrives and the usage read from the last chunk; an attempt that fails after a
+  piece was passed on is not retried (the client has part of an answer); a cached answer goes to the sink whole.
 * Context: a backbone with `context_tokens` gets its upstream messages cut to fit the window with the limit
   (`context_window.fit_prompt`; the cut is noted in the completion); a prompt whose own text cannot fit
   fails at once, recorded, with no request sent.
@@ -155,6 +158,14 @@ class _Failure:
     unreachable: bool = False  # nothing listens there (connection refused), as opposed to a dropped link
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+
+@dataclass
+class _Streamed:
+    """What a streamed attempt received so far: the answer's pieces (already passed on) and the usage."""
+
+    parts: list[str] = field(default_factory=list)
+    usage: tuple[int, int, int] | None = None
 
 
 @dataclass
@@ -418,6 +429,8 @@ class LiveWorld:
                 hit = self.cache.get(key) or self._unlimited_hit(endpoint, backbone, prompt, params, call.sample)
                 if hit is not None:
                     self.stats.cache_hits += 1
+                    if call.stream is not None and hit.text:
+                        call.stream(hit.text)
                     return self._completion(call, prompt, hit, cached=True)
                 response = await self._fetch(call, prompt, endpoint, params)
                 self.cache.put(key, response)
@@ -521,6 +534,7 @@ class LiveWorld:
         extra_body = {k: v for k, v in params.items() if k not in self._sdk_arguments}
         failure: _Failure | None = None
         content = b""
+        streamed = _Streamed() if call.stream is not None else None
         async with self._backbone_limit(state, call.backbone), state.limit:
             clock.start()  # the deadline runs from the first request, not from queueing behind our own limit
             timeout_s = min(self.timeout_s, clock.remaining_s())
@@ -530,14 +544,17 @@ class LiveWorld:
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(timeout_s):
-                    raw = await client.chat.completions.with_raw_response.create(
-                        model=call.backbone.model_id,
-                        messages=prompt.messages,  # type: ignore[arg-type]  # plain role/content dicts
-                        timeout=timeout_s,
-                        extra_body=extra_body or None,
-                        **kwargs,
-                    )
-                    content = raw.http_response.content
+                    if streamed is not None:
+                        await self._stream(client, call, prompt, timeout_s, extra_body, kwargs, streamed)
+                    else:
+                        raw = await client.chat.completions.with_raw_response.create(
+                            model=call.backbone.model_id,
+                            messages=prompt.messages,  # type: ignore[arg-type]  # plain role/content dicts
+                            timeout=timeout_s,
+                            extra_body=extra_body or None,
+                            **kwargs,
+                        )
+                        content = raw.http_response.content
             except openai.APIStatusError as error:
                 failure = self._status_failure(call, endpoint, error.status_code, error.response.headers, error.body)
             except (openai.APITimeoutError, TimeoutError):
@@ -548,10 +565,56 @@ class LiveWorld:
             except openai.OpenAIError as error:
                 failure = _Failure("fail", f"client error ({type(error).__name__})")
             latency_s = time.perf_counter() - started
+        if failure is not None and streamed is not None and streamed.parts:  # the caller has part of an answer
+            reason = f"{failure.reason} after {len(streamed.parts)} streamed pieces (not asked again)"
+            return dataclasses.replace(failure, kind="fail", reason=reason)
         if failure is not None:
             return failure
         self._answering_urls.add(endpoint.base_url)
+        if streamed is not None:
+            return self._streamed_response(call, streamed, latency_s)
         return self._read_response(call, content, latency_s)
+
+    async def _stream(
+        self,
+        client: openai.AsyncOpenAI,
+        call: AgentCall,
+        prompt: FittedPrompt,
+        timeout_s: float,
+        extra_body: dict[str, Any],
+        kwargs: dict[str, Any],
+        streamed: _Streamed,
+    ) -> None:
+        """One streamed request: each piece of the answer's text goes to the call's sink as it arrives, and into
+        `streamed` with the usage of the last chunk (asked for with `include_usage`)."""
+        assert call.stream is not None
+        stream = await client.chat.completions.create(
+            model=call.backbone.model_id,
+            messages=prompt.messages,  # type: ignore[arg-type]  # plain role/content dicts
+            timeout=timeout_s,
+            extra_body=extra_body or None,
+            stream=True,
+            stream_options={"include_usage": True},
+            **kwargs,
+        )
+        async with stream:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    streamed.usage = read_usage(chunk.usage.model_dump())
+                for choice in chunk.choices[:1]:
+                    piece = choice.delta.content if choice.delta is not None else None
+                    if piece:
+                        streamed.parts.append(piece)
+                        call.stream(piece)
+
+    def _streamed_response(self, call: AgentCall, streamed: _Streamed, latency_s: float) -> CachedResponse:
+        """The answer and usage of a streamed call (estimated, and said once per model, when the endpoint sent no
+        usage)."""
+        text = "".join(streamed.parts)
+        if streamed.usage is None:
+            return self._estimated(call, text, latency_s)
+        prompt_tokens, completion_tokens, reasoning_tokens = streamed.usage
+        return CachedResponse(text, prompt_tokens, completion_tokens, reasoning_tokens, latency_s)
 
     def _status_failure(
         self, call: AgentCall, endpoint: Endpoint, status: int, headers: Mapping[str, str], body: object
@@ -611,24 +674,28 @@ class LiveWorld:
         message = choices[0].get("message")
         text = message_text(message.get("content") if isinstance(message, Mapping) else None)
         if usage is None:
-            self.stats.usage_estimated += 1
-            if call.backbone.model_id not in self._estimated_models:
-                self._estimated_models.add(call.backbone.model_id)
-                log.warning(
-                    "live world: the endpoint reported no usage for model %r; tokens estimated as characters / %d "
-                    "(said once per model)",
-                    call.backbone.model_id,
-                    CHARS_PER_TOKEN,
-                )
-            return CachedResponse(
-                text=text,
-                prompt_tokens=estimate_prompt_tokens(call),
-                completion_tokens=-(-len(text) // CHARS_PER_TOKEN),
-                reasoning_tokens=0,
-                latency_s=latency_s,
-                usage_estimated=True,
-            )
+            return self._estimated(call, text, latency_s)
         return CachedResponse(text, usage[0], usage[1], usage[2], latency_s)
+
+    def _estimated(self, call: AgentCall, text: str, latency_s: float) -> CachedResponse:
+        """A response without usage: tokens estimated, counted, and a warning once per model and world."""
+        self.stats.usage_estimated += 1
+        if call.backbone.model_id not in self._estimated_models:
+            self._estimated_models.add(call.backbone.model_id)
+            log.warning(
+                "live world: the endpoint reported no usage for model %r; tokens estimated as characters / %d "
+                "(said once per model)",
+                call.backbone.model_id,
+                CHARS_PER_TOKEN,
+            )
+        return CachedResponse(
+            text=text,
+            prompt_tokens=estimate_prompt_tokens(call),
+            completion_tokens=-(-len(text) // CHARS_PER_TOKEN),
+            reasoning_tokens=0,
+            latency_s=latency_s,
+            usage_estimated=True,
+        )
 
     # ---- per-loop state
 

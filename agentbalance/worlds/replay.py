@@ -484,6 +484,12 @@ class ReplayWorld:
         recorded = self.questions[self._query_row(query.id)]
         return recorded.model_copy(update={"context": query.context}) if query.context else recorded
 
+    def solve_rate(self, query_id: str) -> float:
+        """The share of this world's recorded backbones that answered the question right (samples averaged): how
+        hard it was for these models. For benchmarks that pick hard questions; no agent ever reads it."""
+        row = self._query_row(query_id)
+        return float(self._mean_correct[row][self._present[row]].mean())
+
     def samples(self, query_id: str, backbone: str) -> int:
         """How many samples of `backbone` are recorded on the question (1 without a `sample` column): the k-th
         agent of a MAS on that backbone reads sample k mod this."""
