@@ -216,16 +216,6 @@ def streaming_part(model: Path, requests: int, per_connection: int) -> dict[str,
 # ---- part 2: cancellation at the upstream
 
 
-def settled(upstream: LoopbackServer, quiet_s: float) -> int:
-    """The upstream's request count once nothing new has arrived for `quiet_s` seconds."""
-    count, since = upstream.count(), time.monotonic()
-    while time.monotonic() - since < quiet_s:
-        time.sleep(0.05)
-        if upstream.count() != count:
-            count, since = upstream.count(), time.monotonic()
-    return count
-
-
 def metric(port: int, name: str) -> float:
     """One unlabelled sample of the server's /metrics, read with prometheus-client's parser."""
     from prometheus_client.parser import text_string_to_metric_families
@@ -306,7 +296,7 @@ def observed(upstream: LoopbackServer, port: int, quiet_s: float, disconnect: An
     before, dropped = upstream.count(), upstream.abandoned
     cancelled_before, cut_before = cancelled_counts(port)
     hung, extra = disconnect()
-    after = settled(upstream, quiet_s)
+    after = upstream.settled(quiet_s)
     arrived = upstream.requests[before:after]
     cancelled_after, cut_after = cancelled_counts(port)
     return Disconnect(
@@ -375,7 +365,7 @@ def cancellation_part(model: Path, questions: int, call_s: float, hang_up_s: flo
         live = ["--world", "live", "--base-url", upstream.base_url, "--no-cache"]
         with serving(model, live, os.environ | {"AGENTBALANCE_API_KEY": "anything"}) as (_, port):
             full = asyncio.run(ask_all(port, texts))
-            upstream_full = settled(upstream, quiet_s)
+            upstream_full = upstream.settled(quiet_s)
             whole = [sum(agent["skipped"] is None for agent in answer["agents"]) for answer in full]
             first_step = [
                 sum(agent["skipped"] is None and not agent["inputs"] for agent in answer["agents"]) for answer in full

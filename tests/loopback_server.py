@@ -214,6 +214,15 @@ class LoopbackServer:
         with self._lock:
             return len(self.requests)
 
+    def settled(self, quiet_s: float) -> int:
+        """The request count once nothing new has arrived for `quiet_s` seconds (a caller's work has stopped)."""
+        count, since = self.count(), time.monotonic()
+        while time.monotonic() - since < quiet_s:
+            time.sleep(0.05)
+            if self.count() != count:
+                count, since = self.count(), time.monotonic()
+        return count
+
     def _next_fault(self, model: str | None, body: dict[str, Any]) -> Fault | None:
         with self._lock:
             number, self._arrivals = self._arrivals, self._arrivals + 1

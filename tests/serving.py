@@ -27,6 +27,13 @@ QUESTION = "What is 17 * 23?"
 UPSTREAM_KEY = "sk-upstream-secret-0123456789"
 SERVER_KEY = "ab-server-secret-9876543210"
 USER = {"role": "user", "content": QUESTION}
+SYSTEM = "You are a careful assistant. Answer in one line."
+CONVERSATION = [  # a system message and three turns, as chat clients send them
+    {"role": "system", "content": SYSTEM},
+    {"role": "user", "content": "What is 3 * 4?"},
+    {"role": "assistant", "content": "12"},
+    {"role": "user", "content": QUESTION},
+]
 
 
 def served(run: Path, world: Any, encoder: TextEncoder) -> ServedModel:

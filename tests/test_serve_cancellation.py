@@ -23,6 +23,7 @@ from tests.loopback_server import Fault, LoopbackServer
 from tests.serving import QUESTION, USER, client, live_world, post, served
 
 SLOW_S = 0.8  # each upstream call's time: long enough for a client to give up in the middle of a MAS
+QUIET_S = 2.5 * SLOW_S  # no new upstream request for this long: the server's work on a request has stopped
 
 
 def metric(url: str, name: str, **labels: str) -> float:
@@ -56,16 +57,6 @@ def send_and_hang_up(url: str, body: dict, after_s: float) -> None:
     sock.close()
 
 
-def settled(upstream: LoopbackServer, quiet_s: float = 2.5 * SLOW_S) -> int:
-    """The upstream's request count once nothing new has arrived for `quiet_s` seconds."""
-    count, since = upstream.count(), time.monotonic()
-    while time.monotonic() - since < quiet_s:
-        time.sleep(0.05)
-        if upstream.count() != count:
-            count, since = upstream.count(), time.monotonic()
-    return count
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_client_that_leaves_cancels_its_run_no_call_starts_after_and_the_ones_in_flight_are_dropped(
     trained_run: Path, encoder: TextEncoder, stream: bool, caplog: pytest.LogCaptureFixture
@@ -76,13 +67,13 @@ def test_a_client_that_leaves_cancels_its_run_no_call_starts_after_and_the_ones_
         with ServerThread(create_app(served(trained_run, live_world(upstream, timeout_s=30.0), encoder))) as url:
             full = client(url).chat.completions.create(model="agentbalance", messages=[USER])
             calls = len([a for a in full.model_extra["agentbalance"]["agents"] if a["skipped"] is None])
-            before = settled(upstream)
+            before = upstream.settled(QUIET_S)
             assert calls >= 2 and before == calls  # a MAS of several calls, in more than one step
             access = logging.getLogger("agentbalance.serve.access")  # the server's logging does not propagate
             access.addHandler(caplog.handler)
             try:
                 send_and_hang_up(url, body | {"messages": [{"role": "user", "content": "What is 19 * 21?"}]}, 0.3)
-                after = settled(upstream)
+                after = upstream.settled(QUIET_S)
             finally:
                 access.removeHandler(caplog.handler)
             cancelled = metric(url, "agentbalance_cancelled_requests_total")
@@ -107,11 +98,11 @@ def test_an_openai_client_that_times_out_and_retries_pays_for_no_whole_mas_it_ne
         with ServerThread(create_app(served(trained_run, live_world(upstream, timeout_s=30.0), encoder))) as url:
             full = client(url).chat.completions.create(model="agentbalance", messages=question)
             calls = len([a for a in full.model_extra["agentbalance"]["agents"] if a["skipped"] is None])
-            before, dropped = settled(upstream), upstream.abandoned
+            before, dropped = upstream.settled(QUIET_S), upstream.abandoned
             impatient = openai.OpenAI(base_url=url, api_key="unused", timeout=0.4, max_retries=2)
             with pytest.raises(openai.APITimeoutError):
                 impatient.chat.completions.create(model="agentbalance", messages=question)
-            started = settled(upstream) - before
+            started = upstream.settled(QUIET_S) - before
             attempts = metric(url, "agentbalance_cancelled_requests_total")
     assert attempts == 3 and 3 <= started < 3 * calls
     assert upstream.abandoned - dropped == started  # every call started was dropped in flight

@@ -17,16 +17,9 @@ from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.serve import ServedModel
 from agentbalance.worlds.simulated import SimulatedWorld
-from tests.serving import QUESTION, autogen_client, client, served, serving
+from tests.serving import CONVERSATION, QUESTION, SYSTEM, autogen_client, client, served, serving
 
 AUTOGEN = 'AutoGen is an optional extra: pip install "agentbalance[autogen]"'
-SYSTEM = "You are a careful assistant. Answer in one line."
-CONVERSATION = [
-    {"role": "system", "content": SYSTEM},
-    {"role": "user", "content": "What is 3 * 4?"},
-    {"role": "assistant", "content": "12"},
-    {"role": "user", "content": QUESTION},
-]
 
 
 def in_the_clients_extra(name: str) -> str:

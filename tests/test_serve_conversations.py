@@ -25,15 +25,7 @@ from agentbalance.worlds.live import LiveWorld
 from agentbalance.worlds.simulated import SimulatedWorld
 from tests.conftest import cli
 from tests.loopback_server import Fault, LoopbackServer
-from tests.serving import QUESTION, UPSTREAM_KEY, ask, client, live_world, served, serving
-
-SYSTEM = "You are a careful assistant. Answer in one line."
-CONVERSATION = [
-    {"role": "system", "content": SYSTEM},
-    {"role": "user", "content": "What is 3 * 4?"},
-    {"role": "assistant", "content": "12"},
-    {"role": "user", "content": QUESTION},
-]
+from tests.serving import CONVERSATION, QUESTION, SYSTEM, UPSTREAM_KEY, ask, client, live_world, served, serving
 
 
 @pytest.fixture(scope="module")

@@ -94,20 +94,9 @@ class Drain:
         if self._begun is None:  # an app run without its lifespan: nothing to drain
             return await work
         self.check()
-        task = asyncio.ensure_future(work)
-        deadline = asyncio.ensure_future(self._expired())
-        try:
-            await asyncio.wait({task, deadline}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # the request itself was cancelled: so is its work
-            task.cancel()
-            raise
-        finally:
-            deadline.cancel()
-        if task.done():
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        finished, result = await unless(work, self._expired())
+        if finished:
+            return result  # type: ignore[return-value]
         raise ProtocolError(
             503,
             f"the server is shutting down: this request did not finish within the {self.grace_s:g} s grace period "
@@ -171,8 +160,17 @@ class BodyLimit:
 async def until_disconnected(request: Request, work: Awaitable[T]) -> T:
     """`work`, unless the client disconnects first: then `work` is cancelled (its calls in flight with it, and no
     other starts) and ClientGone is raised. The request's body must have been read already (FastAPI has)."""
+    finished, result = await unless(work, _disconnect(request))
+    if finished:
+        return result  # type: ignore[return-value]
+    raise ClientGone
+
+
+async def unless(work: Awaitable[T], event: Awaitable[None]) -> tuple[bool, T | None]:
+    """(True, `work`'s result), unless `event` happens first: then `work` is cancelled, and awaited until it has
+    stopped, and (False, None) is returned. Cancelling this cancels both."""
     task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(_disconnect(request))
+    watcher = asyncio.ensure_future(event)
     try:
         await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:  # the request itself was cancelled: so is its work
@@ -181,11 +179,11 @@ async def until_disconnected(request: Request, work: Awaitable[T]) -> T:
     finally:
         watcher.cancel()
     if task.done():
-        return task.result()
+        return True, task.result()
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    raise ClientGone
+    return False, None
 
 
 async def _disconnect(request: Request) -> None:
