@@ -122,6 +122,19 @@ class TrainedController:
             return self.budget, None
         return self.budget_range.serve(budget)
 
+    def cheapest_shift(self, budget: Budget | None = None) -> float:
+        """The shift of its difficulty offset (<= 0) that builds every query, however hard, in the cheapest pool at
+        `budget`: the span of a served model's budget governor (0 when every query is built there already)."""
+        selection = self.controller.selection
+        if selection.pool_count == 1:
+            return 0.0
+        served, delta = self.serving(budget)
+        offset = self.controller.config.delta if delta is None else delta
+        with torch.no_grad():
+            hardest = selection.effective_difficulty(torch.ones(1), budget_condition(served, 1), offset)
+            first_threshold = selection.thresholds()[0]
+        return min(0.0, float(first_threshold - hardest[0]) - 2 * selection.temperature)
+
     @property
     def delta(self) -> float:
         """The difficulty offset it serves its own budget with (calibrated on validation by `build`)."""

@@ -22,6 +22,7 @@ import asyncio
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -73,19 +74,21 @@ def built(name: str, setting: Setting, seed: int) -> Path:
 
 
 def shifted_stream(world: World, spec: ExperimentSpec, count: int) -> list[Query]:
-    """Questions the build never saw, costlier than its mix: in the simulator the hardest third (by the latent
-    difficulty it generated them with) of a fresh draw past the test split; in a replay world the hardest third
-    (by the share of recorded backbones that got them wrong) of the questions outside train and validation, the
-    longest `count` of them."""
+    """Questions the build never saw, costlier than its mix, shuffled: in the simulator the hardest third (by the
+    latent difficulty it generated them with) of a fresh draw past the test split; in a replay world the hardest
+    third (by the share of recorded backbones that got them wrong) of the questions outside train and validation,
+    the longest `count` of them."""
     if isinstance(world, RecordedWorld):
         splits = experiment_splits(spec, world, None)
         seen = {q.id for q in splits.train + splits.val}
         unseen = [q for name in ("train", "val", "test") for q in world.queries(name) if q.id not in seen]
         ranked = sorted(unseen, key=lambda q: world.solve_rate(q.id))  # type: ignore[attr-defined]
         hardest = ranked[: max(count, len(ranked) // 3)]
-        return sorted(hardest, key=lambda q: -len(q.render()))[:count]
-    fresh = synthetic_split("test", spec.sizes[2] + 3 * count, spec.seed)[spec.sizes[2] :]
-    return sorted(fresh, key=lambda q: -float(q.metadata["difficulty"]))[:count]
+        chosen = sorted(hardest, key=lambda q: -len(q.render()))[:count]
+    else:
+        fresh = synthetic_split("test", spec.sizes[2] + 3 * count, spec.seed)[spec.sizes[2] :]
+        chosen = sorted(fresh, key=lambda q: -float(q.metadata["difficulty"]))[:count]
+    return random.Random(spec.seed).sample(chosen, len(chosen))  # in no order of cost: live traffic has none
 
 
 def serve_replay(model: ServedModel, stream: list[Query], window: int | None) -> list[dict[str, Any]]:

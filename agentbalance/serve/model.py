@@ -20,7 +20,7 @@ from agentbalance.query import Query, text_query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import Caps
 from agentbalance.runtime.runner import Runner
-from agentbalance.serve.governor import OperatingPoint
+from agentbalance.serve.governor import DEFAULT_MIN_SCALE, OperatingPoint
 from agentbalance.serve.protocol import Asked, ProtocolError
 from agentbalance.trained import TrainedController
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, RecordedWorld, World
@@ -31,11 +31,8 @@ ENCODER_MEMORY = 20_000  # query embeddings kept in memory (about 30 MB)
 # questions cost 2.4x the time per text of batches of 1-8 (measured: 120 vs 46-51 ms of CPU per text, one
 # thread); the embeddings do not depend on it (float64), and the controller's own pass still takes the lot
 ENCODER_BATCH = 8
-# the difficulty offset's shift per unit of log tightening (see `ServedModel.construction_point`): difficulties and
-# pool thresholds lie in about [0, 1], so at the governor's floor (a tightening of 1/8, log 2.08) the shift is about
-# -1, which sends nearly every query to the cheapest pool; a smaller slope keeps the plant's gain low near the top
-# (measured on the tests' controller: Tok 0.18 -> 0.09 for a shift of just -0.1)
-DELTA_PER_LOG_TIGHTENING = 0.5
+FLOOR_LOG = math.log(1 / DEFAULT_MIN_SCALE)  # the governor's floor, in log units of tightening
+
 
 @dataclass(frozen=True)
 class ConstructionPoint:
@@ -57,6 +54,7 @@ class ServedModel:
     def __init__(self, controller: TrainedController, world: World) -> None:
         self.controller = controller.over(world)
         self.world = world
+        self._spans: dict[Budget | None, float] = {}  # the governor knob's span per budget (it does not change)
 
     @classmethod
     def load(cls, run_dir: str | Path, world: World, roles: RoleSet | None = None) -> ServedModel:
@@ -117,11 +115,13 @@ class ServedModel:
         """Where a request asking `budget` is built when the governor tightens each axis of its budget by the factors
         of `governed` (never looser).
 
-        A budget-conditioned controller takes the tightened budget within its range; what its range cannot give,
-        and everything for a controller built for one budget, becomes a shift of the difficulty offset, the log of
-        the remaining factor times DELTA_PER_LOG_TIGHTENING, so queries move to cheaper pools smoothly rather than
-        by steps. The pool cap is not used: capping the pools of a controller trained without a cap changed what it
-        built (2 agents became 8, and a MAS twice as dear), so the spend would not fall as the knob tightens.
+        A budget-conditioned controller takes the tightened budget within its range. What its range cannot give,
+        and everything for a controller built for one budget, becomes a shift of the difficulty offset: the
+        remaining tightening, as a fraction of the governor's floor in log scale, times the shift that builds every
+        query in the cheapest pool (`TrainedController.cheapest_shift`, measured on this controller: its learned
+        thresholds and offsets, not a constant), so queries move to cheaper pools smoothly and the floor is the
+        cheapest point. The pool cap is not used: capping the pools of a controller trained without a cap changed
+        what it built (2 agents became 8, and a MAS twice as dear), so the spend would not fall as the knob moves.
         """
         if governed is None or min(governed.tok_scale, governed.lat_scale) >= 1.0:
             return ConstructionPoint(budget)
@@ -134,7 +134,16 @@ class ServedModel:
             wanted = known.requested_scale(governed.scaled(served))
             point_budget = known.at(max(wanted, floor_scale))
             remaining = max(0.0, math.log(floor_scale / wanted))  # beyond the range's tightest budget
-        return ConstructionPoint(point_budget, -DELTA_PER_LOG_TIGHTENING * remaining)
+        if remaining <= 0:
+            return ConstructionPoint(point_budget)
+        span = self._cheapest_shift(point_budget)
+        return ConstructionPoint(point_budget, span * min(1.0, remaining / FLOOR_LOG))
+
+    def _cheapest_shift(self, budget: Budget | None) -> float:
+        key = budget
+        if key not in self._spans:
+            self._spans[key] = self.controller.cheapest_shift(budget)
+        return self._spans[key]
 
     def construct_many(self, queries: list[Query], point: ConstructionPoint) -> list[MAS]:
         """The MAS of queries served at one operating point (one forward pass)."""
