@@ -69,13 +69,16 @@ def test_a_client_that_leaves_cancels_its_run_no_call_starts_after_and_the_ones_
             calls = len([a for a in full.model_extra["agentbalance"]["agents"] if a["skipped"] is None])
             before = upstream.settled(QUIET_S)
             assert calls >= 2 and before == calls  # a MAS of several calls, in more than one step
-            access = logging.getLogger("agentbalance.serve.access")  # the server's logging does not propagate
-            access.addHandler(caplog.handler)
+            access = logging.getLogger("agentbalance.serve.access")  # the server's logging does not propagate,
+            access.addHandler(caplog.handler)  # and a ServerThread's level (warning) hides the access lines
+            level = access.level
+            access.setLevel(logging.INFO)
             try:
                 send_and_hang_up(url, body | {"messages": [{"role": "user", "content": "What is 19 * 21?"}]}, 0.3)
                 after = upstream.settled(QUIET_S)
             finally:
                 access.removeHandler(caplog.handler)
+                access.setLevel(level)
             cancelled = metric(url, "agentbalance_cancelled_requests_total")
             cut_short = metric(url, "agentbalance_cancelled_calls_total")
     started = after - before

@@ -63,7 +63,8 @@ def log_config(level: str = "info") -> dict[str, Any]:
         "stream": "ext://sys.stdout",
     }
     config["loggers"]["agentbalance"] = {"handlers": ["default"], "level": level.upper(), "propagate": False}
-    config["loggers"]["agentbalance.serve.access"] = {"handlers": ["json_lines"], "level": "INFO", "propagate": False}
+    access = {"handlers": ["json_lines"], "level": level.upper(), "propagate": False}  # at info: one line a request
+    config["loggers"]["agentbalance.serve.access"] = access
     return config
 
 
