@@ -21,7 +21,7 @@ from fastapi import FastAPI
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.serve.app import Drain
-from agentbalance.worlds.live import read_api_key_file
+from agentbalance.worlds.endpoints import read_api_key_file
 
 SHUTDOWN_MARGIN_S = 5.0  # past the grace period, uvicorn's own limit: time to write the 503s
 

@@ -74,7 +74,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
@@ -86,6 +85,7 @@ from agentbalance.worlds.base import CHARS_PER_TOKEN, AgentCall, AgentCallFailed
 from agentbalance.worlds.cache import CachedResponse, ResponseCache, cache_key
 from agentbalance.worlds.chat_responses import connection_refused, message_text, read_usage, retry_after_s
 from agentbalance.worlds.context_window import FittedPrompt, fit_prompt
+from agentbalance.worlds.endpoints import Endpoint, display_url, read_api_key_file
 
 log = logging.getLogger(__name__)
 
@@ -133,19 +133,6 @@ class LiveStats:
     retries: int = 0  # attempts after a retryable failure
     failures: int = 0  # calls that ended in AgentCallFailed
     usage_estimated: int = 0  # successful responses without usage
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where a backbone's calls go; the key is kept out of repr so it never reaches a log or a trace."""
-
-    base_url: str
-    api_key: str = field(repr=False)
-    key_source: str  # e.g. "$DEEPSEEK_API_KEY": named in errors instead of the key
-
-    @property
-    def display_url(self) -> str:
-        return display_url(self.base_url)
 
 
 @dataclass(frozen=True)
@@ -209,53 +196,6 @@ class _Deadline:
         if self.started is None:
             return self.seconds
         return self.seconds - (time.perf_counter() - self.started)
-
-
-MAX_KEY_FILE_BYTES = 4096
-
-
-def read_api_key_file(path: Path) -> str:
-    """The API key held by a file the user names: its only line, stripped.
-
-    Errors name the file and never quote its content (it may be a key, or a key with a typo).
-    A file that others may read is used, with a warning: that is the user's call, as ssh would not make it.
-    """
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_KEY_FILE_BYTES + 1)
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise AgentBalanceError(f"API key file not found: {path}") from None
-    except IsADirectoryError:
-        raise AgentBalanceError(f"API key file {path} is a directory, not a file") from None
-    except OSError as error:
-        raise AgentBalanceError(
-            f"cannot read the API key file {path}: {error.strerror or type(error).__name__}"
-        ) from None
-    if len(data) > MAX_KEY_FILE_BYTES:
-        raise AgentBalanceError(
-            f"API key file {path} is larger than {MAX_KEY_FILE_BYTES} bytes: it should hold only a key"
-        )
-    try:
-        key = data.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        raise AgentBalanceError(f"API key file {path} is not UTF-8 text") from None
-    if not key:
-        raise AgentBalanceError(f"API key file {path} is empty")
-    if any(char.isspace() for char in key) or not key.isprintable():
-        raise AgentBalanceError(f"API key file {path} must hold only the key, on one line (no spaces, no NAME=value)")
-    if mode & 0o077:
-        log.warning("live world: the API key file %s can be read by other users; consider chmod 600", path)
-    return key
-
-
-def display_url(url: str) -> str:
-    """A URL fit for a message: no user:password, no query string (either could hold a secret)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 class LiveWorld:
