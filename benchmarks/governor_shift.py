@@ -11,8 +11,7 @@ The replay world is served over HTTP (`query_id` names each recorded question), 
 simulator is served through the server's request handler in process (`ChatHandler.serve`, the code behind every
 HTTP request): a question sent as text reaches the simulator without the gold answer and latent difficulty it
 generated with it, so it could not be graded.
-Run: .venv/bin/python benchmarks/governor_shift.py [--worlds sim,mmlu-pro-dev,mmlu-pro-dev-tight] [--window 100]
-[--requests 600]
+Run: .venv/bin/python benchmarks/governor_shift.py [--worlds sim,mmlu-pro-dev,...] [--window 100] [--requests 600]
 (writes benchmarks/results/governor_shift.json; builds into runs/benchmark-governor/<world> unless present)
 """
 
@@ -34,6 +33,8 @@ from typing import Any
 import numpy as np
 
 from agentbalance.budgets import Budget
+from agentbalance.catalog import Catalog
+from agentbalance.encoders import TextEncoder
 from agentbalance.experiment import ExperimentSpec, experiment_splits, resolve_world
 from agentbalance.query import Query
 from agentbalance.runtime.execution import Caps
@@ -42,6 +43,7 @@ from agentbalance.serve.chat import ChatHandler, ServedRequest
 from agentbalance.serve.protocol import Asked
 from agentbalance.splits import synthetic_split
 from agentbalance.train.build import BuildSpec, build
+from agentbalance.trained import TrainedController
 from agentbalance.worlds.base import RecordedWorld, World
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,11 +54,15 @@ DATA = ROOT.parent / "shared" / "data"
 
 @dataclass(frozen=True)
 class Setting:
-    """A world, the budget its controller is built for, and how its shifted stream is drawn."""
+    """A world, the budget its controller is built for, its split sizes, and what else the stream shifts: the
+    prices of a new era (every price times `price_factor`, the controller keeping the catalog it was built on), and
+    the run folder of another setting when it serves that one's controller."""
 
     world: str
     budget: Budget
     sizes: tuple[int, int, int]
+    price_factor: float = 1.0
+    controller_of: str | None = None
 
 
 SETTINGS = {
@@ -65,6 +71,10 @@ SETTINGS = {
     # absorbs the shift; under 0.025 it is built with little slack, so the shift shows, as in production
     "mmlu-pro-dev": Setting(f"replay:{DATA / 'mmlu-pro-dev'}", Budget(tok=0.05), (600, 200, 400)),
     "mmlu-pro-dev-tight": Setting(f"replay:{DATA / 'mmlu-pro-dev'}", Budget(tok=0.025), (600, 200, 400)),
+    # the same controller, its stream also in a new price era: every price doubled
+    "mmlu-pro-dev-tight-2x-prices": Setting(
+        f"replay:{DATA / 'mmlu-pro-dev'}", Budget(tok=0.025), (600, 200, 400), 2.0, "mmlu-pro-dev-tight"
+    ),
 }
 
 
@@ -191,10 +201,20 @@ def best_fitting(table: dict[str, dict[str, float]], budget: Budget) -> str | No
 
 
 def measure(name: str, setting: Setting, window: int, count: int, seed: int) -> dict[str, Any]:
-    run_dir = built(name, setting, seed)
+    owner = setting.controller_of or name
+    run_dir = built(owner, SETTINGS[owner], seed)
     spec = ExperimentSpec(world=setting.world, sizes=setting.sizes, seed=seed)
     world, _, _, _ = resolve_world(spec)
-    model = ServedModel.load(run_dir, world)
+    if setting.price_factor != 1.0:
+        scaled = [
+            b.model_copy(
+                update={"price_in": b.price_in * setting.price_factor, "price_out": b.price_out * setting.price_factor}
+            )
+            for b in world.catalog
+        ]
+        world = world.with_catalog(Catalog(scaled, world.catalog.assumptions))  # type: ignore[attr-defined]
+    encoder = TextEncoder(use_disk_cache=False)  # as `serve`'s: construction runs on a worker thread
+    model = ServedModel(TrainedController.load(run_dir, encoder=encoder), world)  # its own catalog: prices unnoticed
     stream = shifted_stream(world, spec, count)
     serve = serve_replay if isinstance(world, RecordedWorld) else serve_in_process
     started = time.time()
@@ -227,6 +247,7 @@ def measure(name: str, setting: Setting, window: int, count: int, seed: int) -> 
         "world": name,
         "budget": {"tok": setting.budget.tok, "lat": setting.budget.lat},
         "run": str(run_dir.relative_to(ROOT)),
+        "price_factor": setting.price_factor,
         "stream": {
             "requests": len(stream),
             "how": "hardest third by recorded wrong share, longest first, outside train and validation"
@@ -248,7 +269,7 @@ def measure(name: str, setting: Setting, window: int, count: int, seed: int) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worlds", default="sim,mmlu-pro-dev,mmlu-pro-dev-tight")
+    parser.add_argument("--worlds", default=",".join(SETTINGS))
     parser.add_argument("--window", type=int, default=100)
     parser.add_argument("--requests", type=int, default=600)
     parser.add_argument("--seed", type=int, default=0)
