@@ -345,7 +345,12 @@ class Execution:
     @property
     def final(self) -> Completion | None:
         """What the decision agent passed on: the MAS's answer (None if it failed or was skipped with nothing)."""
-        delivered = self._delivered.get(self.mas.decision)
+        return self.passed_on(self.mas.decision)
+
+    def passed_on(self, agent_id: str) -> Completion | None:
+        """What a finished agent passes on to its successors: its completion, a skip's output, the vote a failed
+        conditional agent falls back to; None when nothing (a failure, a skip with no output)."""
+        delivered = self._delivered.get(agent_id)
         return delivered.completion if delivered is not None else None
 
     def latencies(self) -> dict[str, float]:

@@ -19,7 +19,7 @@ from agentbalance.runtime.execution import AgentResult, Caps, Execution, Grader
 from agentbalance.runtime.trace import Trace
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, TextSink, World, same_recorded_answer
 
-__all__ = ["Caps", "Grader", "RunProgress", "Runner"]
+__all__ = ["Caps", "Grader", "RunProgress", "Runner", "call_world"]
 
 
 @dataclass
@@ -131,11 +131,17 @@ class Runner:
         return asyncio.run(self.run_many(items))
 
     async def _call(self, call: AgentCall) -> AgentResult:
-        try:
-            return AgentResult(await self.world.complete(call))
-        except AgentBalanceError:
-            raise
-        except AgentCallFailed as failure:
-            return AgentResult.failed(failure)
-        except Exception as failure:  # a world bug or an unexpected client error: recorded, never silent
-            return AgentResult(error=f"{type(failure).__name__}: {failure}")
+        return await call_world(self.world, call)
+
+
+async def call_world(world: World, call: AgentCall) -> AgentResult:
+    """One agent's call answered by a world, as every path that runs a MAS records it: a completion, or a
+    failure with what it still cost; a user error (AgentBalanceError) raises."""
+    try:
+        return AgentResult(await world.complete(call))
+    except AgentBalanceError:
+        raise
+    except AgentCallFailed as failure:
+        return AgentResult.failed(failure)
+    except Exception as failure:  # a world bug or an unexpected client error: recorded, never silent
+        return AgentResult(error=f"{type(failure).__name__}: {failure}")

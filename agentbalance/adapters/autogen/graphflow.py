@@ -13,19 +13,10 @@ from autogen_agentchat.teams import DiGraph, DiGraphBuilder, GraphFlow
 from autogen_core.models import ChatCompletionClient
 
 from agentbalance.adapters.autogen.names import TASK_SOURCE, autogen_names
+from agentbalance.adapters.driving import AgentSlot, check_roles, pick_client
 from agentbalance.errors import AgentBalanceError
-from agentbalance.mas import MAS, Agent
-from agentbalance.roles import Role, RoleSet
-
-
-@dataclass(frozen=True)
-class AgentSlot:
-    """One MAS agent as AutoGen will run it: what a client factory needs to pick its model client."""
-
-    agent: Agent  # id, role name, backbone name
-    name: str  # its AutoGen name
-    role: Role
-
+from agentbalance.mas import MAS
+from agentbalance.roles import RoleSet
 
 ClientFactory = Callable[[AgentSlot], ChatCompletionClient]
 ClientSource = Mapping[str, ChatCompletionClient] | ClientFactory  # by backbone name, or per agent
@@ -58,12 +49,7 @@ def build_graphflow(mas: MAS, clients: ClientSource, roles: RoleSet) -> FlowBuil
     `clients` maps backbone names to model clients, or is a factory called once per agent. Gated-off
     agents are not in a MAS, so they are not in the graph; the decision agent is the single leaf.
     """
-    missing = sorted({agent.role for agent in mas.agents if agent.role not in roles})
-    if missing:
-        raise AgentBalanceError(
-            f"the MAS uses role(s) {', '.join(map(repr, missing))} that the role library {roles.source} "
-            f"does not have; known: {', '.join(roles.names)}"
-        )
+    check_roles(mas, roles)
     names = autogen_names(mas)
     builder = DiGraphBuilder()
     made: dict[str, ChatCompletionClient] = {}
@@ -94,18 +80,7 @@ def build_graphflow(mas: MAS, clients: ClientSource, roles: RoleSet) -> FlowBuil
 
 def client_for(clients: ClientSource, slot: AgentSlot) -> ChatCompletionClient:
     """The model client of one agent: by its backbone from a mapping, or from a factory; checked."""
-    if isinstance(clients, Mapping):
-        if slot.agent.backbone not in clients:
-            raise AgentBalanceError(
-                f"no model client for backbone {slot.agent.backbone!r} (agent {slot.agent.id!r}); "
-                f"clients are given for: {', '.join(sorted(clients)) or 'none'}"
-            )
-        client = clients[slot.agent.backbone]
-    else:
-        client = clients(slot)
-    if not isinstance(client, ChatCompletionClient):
-        raise AgentBalanceError(
-            f"the model client of agent {slot.agent.id!r} is a {type(client).__name__}, "
-            "not an autogen_core ChatCompletionClient"
-        )
+    client: ChatCompletionClient = pick_client(
+        clients, slot, ChatCompletionClient, "an autogen_core ChatCompletionClient"
+    )
     return client

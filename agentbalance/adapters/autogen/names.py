@@ -1,13 +1,11 @@
-"""AutoGen agent names of a MAS's agents: readable, unique Python identifiers, recomputable from the MAS alone.
+"""AutoGen agent names of a MAS's agents: the adapters' common names, with AutoGen's task source reserved.
 
 It only names; it never builds, runs or accounts for a flow.
 """
 
 from __future__ import annotations
 
-import keyword
-import re
-
+from agentbalance.adapters.names import agent_names
 from agentbalance.mas import MAS
 
 TASK_SOURCE = "user"  # AutoGen's source name of the task message
@@ -17,23 +15,4 @@ RESERVED_NAMES = frozenset({TASK_SOURCE})
 def autogen_names(mas: MAS) -> dict[str, str]:
     """AutoGen agent name of every MAS agent id: its role as a Python identifier, suffixed by the id when
     two agents share a role. Deterministic, so the mapping can be recomputed from the MAS alone."""
-    slugs = {agent.id: _identifier(agent.role) for agent in mas.agents}
-    repeated = {slug for slug in slugs.values() if list(slugs.values()).count(slug) > 1}
-    names: dict[str, str] = {}
-    for agent in mas.agents:
-        name = slugs[agent.id]
-        if name in repeated or name in RESERVED_NAMES:
-            name = f"{name}_{_identifier(agent.id)}"
-        base, suffix = name, 2
-        while name in names.values():  # two ids that collide once made identifiers ("a-0", "a_0")
-            name, suffix = f"{base}_{suffix}", suffix + 1
-        names[agent.id] = name
-    return names
-
-
-def _identifier(text: str) -> str:
-    """A Python identifier that keeps the text readable: "Final Answerer" -> "Final_Answerer"."""
-    name = re.sub(r"\W+", "_", text.strip(), flags=re.ASCII).strip("_") or "agent"
-    if name[0].isdigit() or keyword.iskeyword(name):
-        name = f"agent_{name}"
-    return name
+    return agent_names(mas, RESERVED_NAMES)

@@ -5,10 +5,9 @@ It never grades, schedules or caps on its own (the execution does), and never de
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from autogen_agentchat.base import TaskResult
@@ -24,37 +23,24 @@ from autogen_core.models import (
 )
 from autogen_core.tools import Tool, ToolSchema
 
-from agentbalance.adapters.autogen.graphflow import AgentSlot, ClientSource, build_graphflow, client_for
+from agentbalance.adapters.autogen.graphflow import AgentSlot, build_graphflow, client_for
 from agentbalance.adapters.autogen.names import TASK_SOURCE
 from agentbalance.adapters.autogen.world_client import WorldChatClient, WorldClients
-from agentbalance.catalog import Catalog
+from agentbalance.adapters.driving import AdapterRunner, FrameworkRun, Parse, Reply, client_failure, priced
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
-from agentbalance.query import Query, as_query
-from agentbalance.roles import RoleSet
-from agentbalance.runtime.execution import NO_CAPS, AgentResult, Caps, Execution, Grader, Skip, sample_indices
-from agentbalance.runtime.trace import Trace
-from agentbalance.worlds.base import Completion, SameAnswer, World, same_recorded_answer
+from agentbalance.query import Query
+from agentbalance.runtime.execution import AgentResult, Execution, Skip, sample_indices
+from agentbalance.worlds.base import Completion
 
-Parse = Callable[[str, Query], "str | None"]
 NO_USAGE = RequestUsage(prompt_tokens=0, completion_tokens=0)
 
 
-@dataclass(frozen=True)
-class BalancedRun:
+class BalancedRun(FrameworkRun[TaskResult]):
     """One task through the plug-in: AutoGen's TaskResult, agentbalance's Trace, and the MAS that ran."""
 
-    result: TaskResult
-    trace: Trace
-    mas: MAS
-    names: dict[str, str] = field(default_factory=dict)  # MAS agent id -> AutoGen agent name
 
-    @property
-    def answer(self) -> str | None:
-        return self.trace.answer
-
-
-class GraphFlowRunner:
+class GraphFlowRunner(AdapterRunner[ChatCompletionClient]):
     """Runs any MAS as a fresh AutoGen GraphFlow per task and accounts for it as agentbalance's runner does:
     both drive the same `Execution` (per-query caps, schedule, critical path, the one grading rule).
 
@@ -65,71 +51,28 @@ class GraphFlowRunner:
     `same_answer` its rule for comparing answers (conditional agents; default: equal normalised text).
     """
 
-    def __init__(
-        self,
-        roles: RoleSet,
-        *,
-        clients: ClientSource | None = None,
-        world: World | None = None,
-        catalog: Catalog | None = None,
-        parse: Parse | None = None,
-        grader: Grader | None = None,
-        caps: Caps | None = None,
-        same_answer: SameAnswer = same_recorded_answer,
-    ) -> None:
-        if (clients is None) == (world is None):
-            raise AgentBalanceError("give exactly one of clients= (model clients per backbone) and world=")
-        catalog = catalog or (world.catalog if world is not None else None)
-        if catalog is None:
-            raise AgentBalanceError("catalog= is needed to price the usage of the given model clients")
-        self.roles = roles
-        self.clients = clients
-        self.world = world
-        self.catalog = catalog
-        self.parse = parse
-        self.grader = grader
-        self.caps = caps or NO_CAPS
-        self.same_answer = same_answer
+    framework = "autogen"
 
-    async def run_many(self, pairs: Sequence[tuple[MAS, str | Query]], concurrency: int = 8) -> list[BalancedRun]:
+    async def run_many(  # type: ignore[override]
+        self, pairs: Sequence[tuple[MAS, str | Query]], concurrency: int = 8
+    ) -> list[BalancedRun]:
         """Several (MAS, task) pairs, at most `concurrency` flows at once; order kept."""
-        if concurrency < 1:
-            raise AgentBalanceError(f"concurrency must be at least 1, got {concurrency}")
-        limit = asyncio.Semaphore(concurrency)
-
-        async def one(mas: MAS, task: str | Query) -> BalancedRun:
-            async with limit:
-                return await self.run(mas, task)
-
-        return list(await asyncio.gather(*(one(mas, task) for mas, task in pairs)))
+        return await super().run_many(pairs, concurrency)
 
     async def run(self, mas: MAS, task: str | Query) -> BalancedRun:
         """Run `mas` on one task as a fresh GraphFlow; its trace is the execution's."""
-        query = as_query(task)
-        mas.check_against(self.catalog, self.roles)
-        execution = Execution(mas, query, self.roles, self.catalog, self.caps, self.same_answer)
+        execution = self.execution(mas, task)
+        query = execution.query
         episode = WorldClients(self.world, query, sample_indices(mas)) if self.world is not None else None
 
         def client(slot: AgentSlot) -> ChatCompletionClient:
             inner = episode(slot) if episode is not None else client_for(self.clients, slot)  # type: ignore[arg-type]
-            return ExecutionClient(inner, slot, execution, self._parse)
+            return ExecutionClient(inner, slot, execution, self.read_answer)
 
         built = build_graphflow(mas, client, self.roles)
         started = time.perf_counter()
         result = await built.flow.run(task=query.render())
-        wall_s = time.perf_counter() - started
-        for agent_id in mas.topological_order():  # an agent AutoGen never called (the flow stopped early)
-            if agent_id not in execution.results:
-                execution.finish(agent_id, AgentResult(error="the agent sent no message"))
-        world = self.world.name if self.world is not None else "autogen"
-        return BalancedRun(result, execution.trace(world, wall_s, self.grader), mas, built.names)
-
-    def _parse(self, text: str, query: Query) -> str | None:
-        if self.parse is not None:
-            return self.parse(text, query)
-        from agentbalance.worlds.live import default_parse
-
-        return default_parse(text, query)
+        return BalancedRun(result, self.trace(execution, time.perf_counter() - started), mas, built.names)
 
 
 def afresh(messages: Sequence[LLMMessage], note: str) -> list[LLMMessage]:
@@ -169,9 +112,7 @@ class ExecutionClient(ChatCompletionClient):
         except AgentBalanceError:
             raise
         except Exception as failure:  # a client error: recorded, never silent, and the flow carries on
-            seconds = time.perf_counter() - started
-            failed = AgentResult(error=f"{type(failure).__name__}: {failure}", failed_latency_s=seconds)
-            self.execution.finish(agent_id, failed)
+            self.execution.finish(agent_id, client_failure(failure, time.perf_counter() - started))
             return self._said(f"[{self.slot.name}: call failed: {failure}]", None, "unknown")
         self.execution.finish(agent_id, self._result(result, time.perf_counter() - started, failures))
         return result
@@ -206,8 +147,7 @@ class ExecutionClient(ChatCompletionClient):
             return AgentResult(
                 replace(world, text=text, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost)
             )
-        answer = self.parse(text, self.execution.query) if text else None
-        return AgentResult(Completion(text, answer, prompt, completion, cost, seconds))
+        return priced(self.execution, self.slot.agent.id, Reply(text, prompt, completion), seconds, self.parse)
 
     async def create_stream(  # type: ignore[override]
         self, messages: Sequence[LLMMessage], **kwargs: Any
