@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from agentbalance.catalog import Catalog
+from agentbalance.catalog import Backbone, Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query, as_query
@@ -96,6 +96,17 @@ def client_failure(failure: Exception, seconds: float) -> AgentResult:
     return AgentResult(error=f"{type(failure).__name__}: {failure}", failed_latency_s=seconds)
 
 
+def request_arguments(backbone: Backbone) -> dict[str, Any]:
+    """A framework chat client's arguments for one backbone's calls, as the live world sends them: temperature 0,
+    and the backbone's other request fields in `extra_body`, the completion limit under the catalog's own field
+    name (clients that take a `max_tokens` argument may rename it, as Agent Framework and LangChain do)."""
+    request = backbone.call_parameters(temperature=0.0)
+    arguments: dict[str, Any] = {"temperature": request.pop("temperature")} if "temperature" in request else {}
+    if request:
+        arguments["extra_body"] = request
+    return arguments
+
+
 @dataclass(frozen=True)
 class Turn:
     """One agent's turn: what the execution made of it, and the agents it made ready."""
@@ -120,13 +131,28 @@ async def take_turn(execution: Execution, agent_id: str, model: ModelCall) -> Tu
     """Run or skip one agent whose inputs are done, as the execution decides: a skipped agent makes no call
     (a cap, agreeing inputs, a "never" agent); one that runs makes the execution's call (a conditional agent is
     asked afresh). The framework's node calls this and sends `Turn.text` on."""
+    skip = decide_turn(execution, agent_id)
+    if skip is not None:
+        return skipped_turn(execution, agent_id, skip)
+    return await called_turn(execution, agent_id, model)
+
+
+def decide_turn(execution: Execution, agent_id: str) -> Skip | None:
+    """Before the agent's call: the execution's decision (None: it runs), once its inputs are all done."""
     waiting = [p for p in execution.mas.predecessors(agent_id) if p not in execution.results]
     if waiting:
         raise AgentBalanceError(f"the framework ran agent {agent_id!r} before its input(s) {waiting} answered")
-    skip = execution.decide(agent_id)
-    if skip is not None:
-        ready = execution.skip(agent_id, skip)
-        return Turn(agent_id, execution.results[agent_id], skip, ready, execution.passed_on(agent_id))
+    return execution.decide(agent_id)
+
+
+def skipped_turn(execution: Execution, agent_id: str, skip: Skip) -> Turn:
+    """A skipped agent's turn: no call, no cost; it passes on what the skip carries."""
+    ready = execution.skip(agent_id, skip)
+    return Turn(agent_id, execution.results[agent_id], skip, ready, execution.passed_on(agent_id))
+
+
+async def called_turn(execution: Execution, agent_id: str, model: ModelCall) -> Turn:
+    """A running agent's turn: the execution's call, answered by `model`, folded in."""
     result = await model(execution.call(agent_id))
     ready = execution.finish(agent_id, result)
     return Turn(agent_id, result, None, ready, execution.passed_on(agent_id))
@@ -152,7 +178,9 @@ class AdapterRunner(Generic[ClientT]):
     the framework's model client, or a factory per agent slot) and `world` (every call answered by an agentbalance
     world); `catalog` prices the usage (default: the world's); `parse` reads a client's answer (default: an option
     letter, else the final math answer); `grader` is the task's scorer; `same_answer` compares answers
-    (conditional agents); `caps` are per-query caps. Subclasses run one MAS on one task in their framework."""
+    (conditional agents); `caps` are per-query caps; `request_options` sends each call with its backbone's request
+    arguments (`request_arguments`; False: none, the client's own). Subclasses run one MAS on one task in their
+    framework."""
 
     framework = "framework"
 
@@ -167,6 +195,7 @@ class AdapterRunner(Generic[ClientT]):
         grader: Grader | None = None,
         caps: Caps | None = None,
         same_answer: SameAnswer = same_recorded_answer,
+        request_options: bool = True,
     ) -> None:
         if (clients is None) == (world is None):
             raise AgentBalanceError("give exactly one of clients= (model clients per backbone) and world=")
@@ -181,6 +210,7 @@ class AdapterRunner(Generic[ClientT]):
         self.grader = grader
         self.caps = caps or NO_CAPS
         self.same_answer = same_answer
+        self.request_options = request_options
 
     async def run(self, mas: MAS, task: str | Query) -> FrameworkRun[Any]:
         raise NotImplementedError

@@ -100,9 +100,9 @@ def script_header(title: str, mas: MAS, agents: list[dict[str, Any]], needs: str
 
 
 def script_data(mas: MAS, agents: list[dict[str, Any]], names: dict[str, str], backbones: object, query: str | None,
-                extra: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
+                extra: tuple[str, ...] = (), note: bool = False) -> list[str]:  # fmt: skip
     """The script's data assignments: AGENTS, EDGES, DECISION, BACKBONES, `extra` ones, QUERY, and agentbalance's
-    own disagreement note when a conditional agent needs it."""
+    own disagreement note when a conditional agent needs it (or `note`: always)."""
     data = [
         "# In topological order; an agent sees the task and the last message of each of its inputs, nothing else.",
         f"AGENTS = {literal(agents)}",
@@ -112,7 +112,7 @@ def script_data(mas: MAS, agents: list[dict[str, Any]], names: dict[str, str], b
         *extra,
         f"QUERY = {query!r}",
     ]
-    if mas.conditional:
+    if mas.conditional or note:
         data.append(f"DISAGREEMENT_NOTE = {DISAGREEMENT_NOTE!r}")  # agentbalance's own words
     return data
 
@@ -202,4 +202,51 @@ def disagreement_note(texts: Sequence[str | None]) -> str:
 def fallback(texts: Sequence[str | None]) -> int | None:
     """The input whose message a conditional agent whose call failed passes on: its inputs' majority."""
     return majority([read_answer(text) if text is not None else None for text in texts])
+'''
+
+# how an agent of a script speaks (Agent Framework's and LangGraph's scripts): its prompt, as agentbalance's
+# runtime words it, and its turn: a conditional agent's gate, one call through `ask`, a failure carried on
+SPEAK_RULES = r'''
+
+AGENT = {agent["name"]: agent for agent in AGENTS}
+NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0}
+Ask = Callable[[dict[str, Any], str], Awaitable[tuple[str, dict[str, int]]]]
+
+
+def user_message(task: str, texts: Sequence[str | None], names: Sequence[str], note: str = "") -> str:
+    """An agent's user message as agentbalance words it: the question, then its inputs' messages (those that
+    arrived) quoted under a header, then agentbalance's note (an escalated conditional agent's)."""
+    user = f"Question:\n{task}"
+    quoted = [
+        f"[{AGENT[name]['id']} | {AGENT[name]['role']}]\n{text}"
+        for name, text in zip(names, texts, strict=True)
+        if text is not None
+    ]
+    if quoted:
+        user += "\n\nMessages from other agents:\n\n" + "\n\n".join(quoted)
+    if note:
+        user += f"\n\n{note}"
+    return user
+
+
+async def speak(agent: dict[str, Any], task: str, texts: Sequence[str | None], ask: Ask) -> tuple[str | None, dict]:
+    """What one agent says given its inputs' messages (None: an input that failed), and the usage of its call:
+    a conditional agent passes an input's message on without a call, or is asked afresh; a failed call is logged,
+    and its successors go on without it (a conditional agent's pass on its inputs' majority message)."""
+    when = agent.get("when", "always")
+    if when != "always":
+        action, passed = gate(when, texts)
+        if action == "pass":
+            return (texts[passed] if passed is not None else None), NO_USAGE
+        user = user_message(task, [], [], disagreement_note(texts))
+    else:
+        user = user_message(task, texts, agent["inputs"])
+    try:
+        return await ask(agent, user)
+    except Exception as error:  # as agentbalance: recorded, and the graph carries on
+        LOG.warning("%s: call failed (%s)", agent["name"], error)
+        if when == "always":
+            return None, NO_USAGE
+        passed = fallback(texts)
+        return (texts[passed] if passed is not None else None), NO_USAGE
 '''

@@ -49,9 +49,9 @@ if TYPE_CHECKING:
     from agentbalance.evaluation.measure import Evaluation
 
 
-def _roles_for(mas: MAS, roles: str | None, world: World) -> RoleSet:
-    """The role library in use: the one named, else the world's default, else the shipped library
-    that holds every role the MAS uses."""
+def _roles_for(mas: MAS, roles: str | None, world: World | None) -> RoleSet:
+    """The role library in use: the one named, else the world's default (none: no world), else the shipped
+    library that holds every role the MAS uses."""
     if roles is not None:
         return RoleSet.load(roles)
     if isinstance(world, RecordedWorld):
@@ -289,26 +289,67 @@ def evaluate(
         console.print(f"budget NOT met on {split}: {_over_budget(result, budget)}", highlight=False)
 
 
+EXPORT_FORMATS = ("json", "mermaid", "autogen", "agent-framework", "langgraph")
+
+
 @reports_user_errors
 def export(
-    model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
-    query: Annotated[str, typer.Option(help="The query text.")],
-    output_format: Annotated[str, typer.Option("--format", help="json | mermaid | autogen")] = "json",
+    model: Annotated[Path | None, typer.Option(help="A run folder of `build`: its MAS for --query.")] = None,
+    mas_path: Annotated[Path | None, typer.Option("--mas", help="A MAS you wrote, as JSON (docs/mas.md).")] = None,
+    query: Annotated[
+        str | None, typer.Option(help="The query text (with --model; with --mas, the script's default question).")
+    ] = None,
+    output_format: Annotated[str, typer.Option("--format", help=" | ".join(EXPORT_FORMATS))] = "json",
+    catalog: Annotated[
+        Path | None, typer.Option(help="With --mas: the backbone catalog YAML (default: the shipped one).")
+    ] = None,
+    roles: Annotated[
+        str | None, typer.Option(help="With --mas: the role library, a path or general|math|code|mixed.")
+    ] = None,
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,
 ) -> None:
-    """Print the MAS the controller builds for one query: JSON, a mermaid flowchart, or a runnable
-    AutoGen script (`--format autogen`)."""
-    if output_format not in ("json", "mermaid", "autogen"):
-        raise AgentBalanceError(f"unknown --format {output_format!r}; use json, mermaid or autogen")
-    from agentbalance.trained import TrainedController
+    """Print a MAS (the one a trained controller builds for one query, or one you wrote): JSON, a mermaid flowchart,
+    or a runnable script for AutoGen, Microsoft Agent Framework or LangGraph."""  # fmt: skip
+    if output_format not in EXPORT_FORMATS:
+        raise AgentBalanceError(f"unknown --format {output_format!r}; use {', '.join(EXPORT_FORMATS)}")
+    if (mas_path is None) == (model is None):
+        raise AgentBalanceError("give either --model RUN_FOLDER (with --query) or --mas FILE.json (exactly one)")
+    if model is not None:
+        if query is None:
+            raise AgentBalanceError("--model needs --query TEXT: the question whose MAS to export")
+        if catalog is not None or roles is not None:
+            raise AgentBalanceError("--catalog and --roles go with --mas; a --model uses the ones it was built with")
+        from agentbalance.trained import TrainedController
 
-    controller = TrainedController.load(model)
-    mas = controller.construct(query, serve_budget(budget_tok, budget_lat))
+        controller = TrainedController.load(model)
+        mas = controller.construct(query, serve_budget(budget_tok, budget_lat))
+        used_catalog, library = controller.catalog(), controller.roles
+    else:
+        assert mas_path is not None
+        if budget_tok is not None or budget_lat is not None:
+            raise AgentBalanceError("--budget-tok/--budget-lat choose the budget of a --model; a --mas is fixed")
+        mas = MAS.load(mas_path)  # checked before anything else is read: a bad MAS is the first error
+        used_catalog = Catalog.load(catalog)
+        library = _roles_for(mas, roles, None)
+        mas.check_against(used_catalog, library, source=str(mas_path))
+    sys.stdout.write(_exported(mas, output_format, used_catalog, library, query) + "\n")
+
+
+def _exported(mas: MAS, output_format: str, catalog: Catalog, roles: RoleSet, query: str | None) -> str:
+    """The MAS in one export format (the frameworks' scripts import their adapter, hence their extra, only here)."""
+    if output_format == "json":
+        return json.dumps(mas.to_json(), indent=2)
+    if output_format == "mermaid":
+        return mas.to_mermaid()
     if output_format == "autogen":
         from agentbalance.adapters.autogen import autogen_script
 
-        text = autogen_script(mas, controller.catalog(), controller.roles, query=query)
-    else:
-        text = json.dumps(mas.to_json(), indent=2) if output_format == "json" else mas.to_mermaid()
-    sys.stdout.write(text + "\n")
+        return autogen_script(mas, catalog, roles, query=query)
+    if output_format == "agent-framework":
+        from agentbalance.adapters.agent_framework import agent_framework_script
+
+        return agent_framework_script(mas, catalog, roles, query=query)
+    from agentbalance.adapters.langgraph import langgraph_script
+
+    return langgraph_script(mas, catalog, roles, query=query)
