@@ -1,18 +1,67 @@
-"""Fakes for tests: a scripted world (fixed latency/cost per backbone, chosen failures, optional real sleeps) and a
-tiny arithmetic task."""
+"""Fakes for tests: a scripted world (fixed latency/cost per backbone, chosen failures, optional real sleeps), a
+tiny arithmetic task, and an untrained controller over a hash encoder (no model load)."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from agentbalance.catalog import Catalog
 from agentbalance.mas import MAS, Agent, When
 from agentbalance.query import Query
+from agentbalance.roles import RoleSet
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion
+
+if TYPE_CHECKING:
+    from agentbalance.trained import TrainedController
+
+EMBED = 16
+
+
+class HashEncoder:
+    """A stand-in for the sentence encoder: a fixed random vector per text (no model load)."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+            rows.append(np.random.default_rng(seed).standard_normal(EMBED).astype(np.float32))
+        return np.stack(rows)
+
+
+def untrained_controller(roles: RoleSet, backbones: tuple[str, str, str], seed: int = 0) -> TrainedController:
+    """An untrained controller over `roles` and three backbones (two cheap ones in pool 0, a strong one in pool 1),
+    cheap to make: random embeddings and a hash encoder."""
+    import torch
+
+    from agentbalance.budgets import Budget
+    from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
+    from agentbalance.policy.controller import Controller, ControllerConfig
+    from agentbalance.trained import TrainedController
+
+    generator = torch.Generator().manual_seed(seed)
+    context = ControllerContext(
+        role_names=tuple(roles.names),
+        decision_index=roles.names.index(roles.decision.name),
+        role_embeddings=torch.randn(len(roles), EMBED, generator=generator),
+        backbone_names=backbones,
+        profile_embeddings=torch.randn(len(backbones), 3, EMBED, generator=generator),
+        backbone_numeric=torch.randn(len(backbones), BACKBONE_NUMERIC_FEATURES, generator=generator),
+        backbone_latency_s=torch.tensor([2.0, 1.7, 4.6]),
+        backbone_tok_cost=torch.tensor([0.032, 0.047, 0.126]),
+        pool_of_backbone=torch.tensor([0, 0, 1]),
+        pool_count=2,
+    )
+    torch.manual_seed(seed)
+    controller = Controller(context, ControllerConfig(embed_dim=EMBED, hidden=8)).eval()
+    return TrainedController(controller, roles, Budget(), encoder=HashEncoder())  # type: ignore[arg-type]
 
 
 @dataclass

@@ -13,7 +13,6 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 pytest.importorskip("autogen_agentchat", reason='AutoGen is an optional extra: pip install "agentbalance[autogen]"')
@@ -46,8 +45,6 @@ from agentbalance.budgets import Budget
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
-from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
-from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import AgentResult, Execution
@@ -57,9 +54,8 @@ from agentbalance.trained import TrainedController
 from agentbalance.worlds.base import Completion
 from agentbalance.worlds.simulated import SimulatedWorld
 from tests.conftest import REPO
-from tests.fakes import ScriptedWorld, cascade_mas
+from tests.fakes import HashEncoder, ScriptedWorld, cascade_mas, untrained_controller
 
-EMBED = 16
 CATALOG = Catalog.load()
 BACKBONES = ("qwen3-8b", "qwen3-30b-a3b", "qwen3-235b-a22b")
 ECHO_INFO: ModelInfo = {
@@ -111,17 +107,6 @@ class EchoClient(ChatCompletionClient):
         return ECHO_INFO
 
 
-class HashEncoder:
-    """A stand-in for the sentence encoder: a fixed random vector per text (no model load)."""
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        rows = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
-            rows.append(np.random.default_rng(seed).standard_normal(EMBED).astype(np.float32))
-        return np.stack(rows)
-
-
 def user_agents() -> list[AssistantAgent]:
     """A user's own 4-agent AutoGen team (their client is never used by the plug-in)."""
     client = EchoClient("users-own-model")
@@ -140,23 +125,7 @@ def user_roles() -> RoleSet:
 
 def tiny_controller(seed: int = 0) -> TrainedController:
     """An untrained controller over the user's roles and three real backbones (cheap: a hash encoder)."""
-    generator = torch.Generator().manual_seed(seed)
-    roles = user_roles()
-    context = ControllerContext(
-        role_names=tuple(roles.names),
-        decision_index=roles.names.index("final_answerer"),
-        role_embeddings=torch.randn(len(roles), EMBED, generator=generator),
-        backbone_names=BACKBONES,
-        profile_embeddings=torch.randn(len(BACKBONES), 3, EMBED, generator=generator),
-        backbone_numeric=torch.randn(len(BACKBONES), BACKBONE_NUMERIC_FEATURES, generator=generator),
-        backbone_latency_s=torch.tensor([2.0, 1.7, 4.6]),
-        backbone_tok_cost=torch.tensor([0.032, 0.047, 0.126]),
-        pool_of_backbone=torch.tensor([0, 0, 1]),
-        pool_count=2,
-    )
-    torch.manual_seed(seed)
-    controller = Controller(context, ControllerConfig(embed_dim=EMBED, hidden=8)).eval()
-    return TrainedController(controller, roles, Budget(), encoder=HashEncoder())  # type: ignore[arg-type]
+    return untrained_controller(user_roles(), BACKBONES, seed)
 
 
 def chain_and_fork() -> MAS:
