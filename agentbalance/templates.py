@@ -25,6 +25,12 @@ Node = tuple[int, int]  # (role index in the library, debate round)
 Edges = list[tuple[Node, Node]]
 
 
+def single_mas(roles: RoleSet, backbone: str) -> MAS:
+    """The decision role answering alone on `backbone` (the single-LLM baseline; a served model's last resort)."""
+    index = roles.names.index(roles.decision.name)
+    return MAS.single(roles.decision.name, backbone, agent_id((index, 1)))
+
+
 def agent_id(node: Node) -> str:
     """Agent ids follow the controller's (`a<role index>`); a debate's second round adds `.r2`."""
     role, round_number = node

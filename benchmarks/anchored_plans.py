@@ -29,12 +29,12 @@ from dev_worlds import REPLAY_WORLDS, RESULTS, sweep, sweep_arguments
 
 from agentbalance.budgets import Budget
 from agentbalance.evaluation.baselines.fixed import base_mas
-from agentbalance.evaluation.baselines.single import single_mas
 from agentbalance.evaluation.measure import Evaluation, measure
 from agentbalance.evaluation.metrics import gain_over_single
 from agentbalance.evaluation.ours import AgentBalanceMethod
 from agentbalance.experiment import Experiment
 from agentbalance.policy.controller import ControllerConfig
+from agentbalance.templates import single_mas
 from agentbalance.train.anchor import AnchorPlan, PlanMenu, plan_menu
 from agentbalance.train.build import BuildSpec, describe_plan, restart_controller
 from agentbalance.train.config import TrainConfig

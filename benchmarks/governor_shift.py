@@ -173,7 +173,7 @@ def windows(rows: list[dict[str, Any]], size: int) -> list[dict[str, float]]:
 
 def singles(model: ServedModel, queries: list[Query], world: World) -> dict[str, dict[str, float]]:
     """Every backbone alone (the decision role, as the `single` baseline) on `queries`: mean Tok, Lat, accuracy."""
-    from agentbalance.evaluation.baselines.single import single_mas
+    from agentbalance.templates import single_mas
 
     roles = model.controller.roles
     runner = model.controller.runner(world, caps=Caps(), concurrency=32)

@@ -97,7 +97,7 @@ def main() -> None:
         build_wall_s = time.perf_counter() - started
         started = time.perf_counter()
         agentbalance(
-            "curve", "--world", f"replay:{WORLD}", "--methods", "agentbalance,single,chain,cascade-style",
+            "curve", "--world", f"replay:{WORLD}", "--methods", "agentbalance,single,chain,plan-menu",
             "--points", "3", "--epochs", "3", "--seed", str(options.seed), "--out", str(work / "curve"), env=env,
         )  # fmt: skip
         curve_wall_s = time.perf_counter() - started

@@ -35,9 +35,9 @@ import numpy as np
 from dev_worlds import REPLAY_WORLDS, RESULTS, sweep, sweep_arguments
 from scipy.cluster.vq import kmeans2
 
-from agentbalance.evaluation.baselines.single import single_mas
 from agentbalance.experiment import Experiment
 from agentbalance.query import Query
+from agentbalance.templates import single_mas
 
 CLUSTERS = (4, 11)  # 11: as many as mmlu-pro-dev's domain labels
 ROUTED = 2  # topic routing chooses between the two backbones best on training and validation

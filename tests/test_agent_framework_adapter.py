@@ -88,7 +88,7 @@ def test_calls_go_through_each_agents_chat_client_with_the_executions_prompt_and
     query = Query(id="q", question="Which?", choices=["w", "x", "y", "z"], answer="B")
     run = asyncio.run(runner.run(fork(), query))
     assert run.trace.answer == "B" and run.trace.correct is True and run.trace.world == "agent-framework"
-    (messages, options), = clients["qwen3-235b-a22b"].received
+    ((messages, options),) = clients["qwen3-235b-a22b"].received
     execution = Execution(fork(), query, ROLES, CATALOG)
     for agent_id, backbone in (("a", "qwen3-8b"), ("b", "qwen3-30b-a3b"), ("c", "qwen3-8b")):
         execution.finish(agent_id, AgentResult(Completion(f"{backbone} says: Answer: B", "B", 0, 0, 0.0, 0.0)))

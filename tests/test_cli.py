@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO, agentbalance
+from tests.conftest import REPO, agentbalance, cli
 
 
 def test_pools_json_from_another_directory_uses_the_shipped_catalog(tmp_path: Path) -> None:
@@ -87,3 +88,20 @@ def test_console_script_is_installed() -> None:
     assert script.exists(), "pip install registers the `agentbalance` console script"
     done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert done.returncode == 0 and "pools" in done.stdout
+
+
+def test_every_option_name_reads_whole_in_the_help_of_an_80_column_terminal(tmp_path: Path) -> None:
+    import typer.main
+
+    from agentbalance.cli import app
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        with contextlib.chdir(tmp_path):
+            code, out, err = cli(name, "--help", env={"COLUMNS": "80"})
+        assert code == 0, err
+        assert "…" not in out, f"{name} --help cuts a line:\n{out}"
+        for param in command.params:
+            for option in param.opts:
+                if option.startswith("--"):
+                    assert option in out, f"{name} --help does not show {option} whole"

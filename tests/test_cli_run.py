@@ -90,6 +90,23 @@ def test_run_on_the_embedded_simulator_says_it_is_one(tmp_path: Path) -> None:
     assert {k: v for k, v in rerun.items() if k != "wall_s"} == {k: v for k, v in record.items() if k != "wall_s"}
 
 
+def test_a_run_of_several_questions_says_how_many_were_graded(tmp_path: Path) -> None:
+    mas = write_json(
+        tmp_path / "mas.json",
+        {"agents": [{"id": "d", "role": "Decision Maker", "backbone": "qwen3-8b"}], "edges": [], "decision": "d"},
+    )
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        '{"id": "a", "question": "What is 2 + 2?", "answer": "4"}\n'
+        '{"id": "b", "question": "What is 3 + 3?"}\n{"id": "c", "question": "What is 5 + 5?"}\n',
+        encoding="utf-8",
+    )
+    done = agentbalance("run", "--mas", str(mas), "--input", str(queries), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = done.stdout.strip().splitlines()[-1]
+    assert summary.startswith("3 queries: accuracy ") and "(graded 1 of 3)" in summary
+
+
 BAD_RUNS = {
     "cycle": ({"edges": [["s1", "d"], ["s2", "d"], ["d", "s1"]]}, [], "the edges contain a cycle"),
     "unknown backbone": (

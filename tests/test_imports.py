@@ -52,7 +52,7 @@ ALLOWED: dict[str, set[str]] = {
     | {"trained", "train", "runtime", "experiment", "evaluation.measure", "policy"}
     | {"templates", "pooling", "plots", "encoders", "worlds", "splits", "tasks"},
     "adapters": CORE | {"trained", "runtime", "worlds", "encoders"},
-    "serve": CORE | {"trained", "runtime", "worlds", "encoders"},
+    "serve": CORE | {"trained", "runtime", "worlds", "encoders", "templates"},
     "agentbalance": CORE | {"pooling", "runtime", "worlds", "trained"},
 }
 NEVER = [

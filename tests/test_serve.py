@@ -310,7 +310,6 @@ def test_an_unknown_model_is_told_the_budget_form_only_where_the_model_takes_one
 # ----------------------------------------------------------------------------- what a request may not ask
 
 
-
 @pytest.mark.parametrize(
     ("body", "status", "fragment"),
     [

@@ -126,6 +126,33 @@ def test_a_tightened_budget_becomes_a_cheaper_operating_point_never_a_looser_one
     assert costs[0] >= costs[1] >= costs[2] and costs[2] < costs[0]
 
 
+def test_past_the_offsets_span_a_growing_share_of_questions_goes_to_the_cheapest_backbone_alone(
+    sim_model: ServedModel,
+) -> None:
+    model = sim_model
+    catalog = model.world.catalog
+    cheapest = min(model.controller.backbones, key=lambda name: catalog[name].tok_cost(catalog.assumptions))
+    questions = [text_query(f"What is {i} * {i + 7} - {2 * i}?") for i in range(200)]
+
+    def alone(point: OperatingPoint) -> set[str]:
+        masses = model.construct_many(questions, model.construction_point(None, point))
+        return {
+            q.id for q, mas in zip(questions, masses, strict=True) if [a.backbone for a in mas.agents] == [cheapest]
+        }
+
+    within_span = model.construction_point(None, OperatingPoint(0.125**0.4, 1.0, 0.4))
+    assert within_span.fallback is None and within_span.delta_shift < 0
+    three_quarters = model.construction_point(None, OperatingPoint(0.125**0.75, 1.0, 0.75))
+    assert three_quarters.fallback == cheapest and three_quarters.fallback_share == pytest.approx(0.5)
+    assert three_quarters.delta_shift == model.construction_point(None, OperatingPoint(0.125, 1.0, 1.0)).delta_shift
+    some, more = alone(OperatingPoint(0.125**0.75, 1.0, 0.75)), alone(OperatingPoint(0.125**0.9, 1.0, 0.9))
+    assert 70 <= len(some) <= 130 and some < more  # about half; the same questions stay, others join them
+    assert alone(OperatingPoint(0.125**0.75, 1.0, 0.75)) == some  # a question is always treated alike
+    assert alone(OperatingPoint(0.125, 1.0, 1.0)) == {q.id for q in questions}  # the floor: every one alone
+    fastest = model.construction_point(None, OperatingPoint(1.0, 0.125, 1.0)).fallback  # Lat the tighter axis
+    assert fastest == min(model.controller.backbones, key=lambda name: catalog[name].latency(catalog.assumptions))
+
+
 def test_a_budget_conditioned_model_is_tightened_within_its_range_first(
     trained_run: Path, encoder: TextEncoder
 ) -> None:

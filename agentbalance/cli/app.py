@@ -26,6 +26,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # click's plain help wraps long option names and defaults; rich's tables cut them at 80 columns
+    # ("--concurrency-per-bac…"), and a user cannot type an option they cannot read
+    rich_markup_mode=None,
 )
 
 

@@ -201,6 +201,7 @@ def run(
     if len(traces) > 1:
         known = [t.correct for t in traces if t.correct is not None]
         accuracy = f"{100 * sum(known) / len(known):.1f}%" if known else "n/a"
+        accuracy += f" (graded {len(known)} of {len(traces)})" if len(known) < len(traces) else ""
         tok = 100 * sum(t.cost_usd for t in traces) / len(traces)
         lat = sum(t.latency_s for t in traces) / len(traces)
         escalated = sum(t.escalated for t in traces)

@@ -25,7 +25,8 @@ METHODS: dict[str, tuple[str, str, str | None]] = {
     "masrouter-style": ("agentbalance.evaluation.baselines.masrouter", "MasRouterStyle", None),
     "corl-style": ("agentbalance.evaluation.baselines.corl", "CoRLStyle", None),
     "rlfocal-style": ("agentbalance.evaluation.baselines.rlfocal", "RLFocalStyle", None),
-    "cascade-style": ("agentbalance.evaluation.baselines.cascade", "CascadeStyle", None),
+    "single-val": ("agentbalance.evaluation.baselines.menu", "SingleOnValidation", None),
+    "plan-menu": ("agentbalance.evaluation.baselines.menu", "ValidatedPlans", None),
     "self-consistency": ("agentbalance.evaluation.baselines.self_consistency", "SelfConsistency", None),
 }
 # the ablation study (paper Table 3): agentbalance with one stage replaced; not part of `all`

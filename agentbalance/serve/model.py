@@ -7,6 +7,7 @@ It never trains and never reads a run folder itself (TrainedController does); it
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from agentbalance.runtime.execution import Caps
 from agentbalance.runtime.runner import Runner
 from agentbalance.serve.governor import DEFAULT_MIN_SCALE, OperatingPoint
 from agentbalance.serve.protocol import Asked, ProtocolError
+from agentbalance.templates import single_mas
 from agentbalance.trained import TrainedController
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, RecordedWorld, World
 from agentbalance.worlds.live import LiveWorld
@@ -32,19 +34,35 @@ ENCODER_MEMORY = 20_000  # query embeddings kept in memory (about 30 MB)
 # thread); the embeddings do not depend on it (float64), and the controller's own pass still takes the lot
 ENCODER_BATCH = 8
 FLOOR_LOG = math.log(1 / DEFAULT_MIN_SCALE)  # the governor's floor, in log units of tightening
+# the part of the governor's range past a budget range that shifts the difficulty offset; the rest hands a growing
+# share of queries to the cheapest backbone alone (all of them at the floor)
+OFFSET_PART = 0.5
 
 
 @dataclass(frozen=True)
 class ConstructionPoint:
-    """Where the controller builds a request's MAS: the budget it is conditioned on (None: its own) and a shift of
-    its difficulty offset (< 0: cheaper pools)."""
+    """Where the controller builds a request's MAS: the budget it is conditioned on (None: its own), a shift of
+    its difficulty offset (< 0: cheaper pools), and the share of queries (chosen by their id, so a question is
+    always treated alike) that a single backbone answers alone instead: the last resort past the offset's span."""
 
     budget: Budget | None = None
     delta_shift: float = 0.0
+    fallback: str | None = None  # the backbone that answers alone
+    fallback_share: float = 0.0
+
+    def falls_back(self, query: Query) -> bool:
+        """Whether `query` is answered by the fallback backbone alone at this point."""
+        if self.fallback is None or self.fallback_share <= 0:
+            return False
+        digest = hashlib.sha256(query.id.encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.fallback_share
 
     def describe(self) -> dict[str, Any]:
         budget = dataclasses.asdict(self.budget) if self.budget is not None else None
-        return {"budget": budget, "delta_shift": self.delta_shift}
+        described: dict[str, Any] = {"budget": budget, "delta_shift": self.delta_shift}
+        if self.fallback is not None:
+            described |= {"fallback": self.fallback, "fallback_share": self.fallback_share}
+        return described
 
 
 class ServedModel:
@@ -116,12 +134,15 @@ class ServedModel:
         of `governed` (never looser).
 
         A budget-conditioned controller takes the tightened budget within its range. What its range cannot give,
-        and everything for a controller built for one budget, becomes a shift of the difficulty offset: the
-        remaining tightening, as a fraction of the governor's floor in log scale, times the shift that builds every
-        query in the cheapest pool (`TrainedController.cheapest_shift`, measured on this controller: its learned
-        thresholds and offsets, not a constant), so queries move to cheaper pools smoothly and the floor is the
-        cheapest point. The pool cap is not used: capping the pools of a controller trained without a cap changed
-        what it built (2 agents became 8, and a MAS twice as dear), so the spend would not fall as the knob moves.
+        and everything for a controller built for one budget, is `remaining` tightening, a fraction of the
+        governor's floor in log scale. Its first part (`OFFSET_PART`) shifts the difficulty offset up to the shift
+        that builds every query in the cheapest pool (`TrainedController.cheapest_shift`, measured on this
+        controller: its learned thresholds and offsets, not a constant), so queries move to cheaper pools smoothly.
+        The rest hands a growing share of queries to the cheapest backbone answering alone (the fastest one when Lat
+        is the tighter axis), all of them at the floor: the cheapest pool's MAS may still cost more than the budget
+        (measured: 1.5x at twice the prices a controller was built for), a single call is the cheapest point there is.
+        The pool cap is not used: capping the pools of a controller trained without a cap changed what it built
+        (2 agents became 8, and a MAS twice as dear), so the spend would not fall as the knob moves.
         """
         if governed is None or min(governed.tok_scale, governed.lat_scale) >= 1.0:
             return ConstructionPoint(budget)
@@ -137,17 +158,39 @@ class ServedModel:
         if remaining <= 0:
             return ConstructionPoint(point_budget)
         span = self._cheapest_shift(point_budget)
-        return ConstructionPoint(point_budget, span * min(1.0, remaining / FLOOR_LOG))
+        part = OFFSET_PART if span < 0 else 0.0  # one pool: the whole range hands queries to the fallback
+        reached = min(1.0, remaining / FLOOR_LOG)
+        shift = span * min(1.0, reached / part) if part > 0 else 0.0
+        share = max(0.0, (reached - part) / (1 - part))
+        if share <= 0:
+            return ConstructionPoint(point_budget, shift)
+        fallback = self._fallback(by_latency=governed.lat_scale < governed.tok_scale)
+        return ConstructionPoint(point_budget, shift, fallback, share)
+
+    def _fallback(self, by_latency: bool) -> str:
+        """The controller's backbone that is cheapest (fastest, `by_latency`) alone, at the catalog's assumptions."""
+        catalog = self.world.catalog
+        assumptions = catalog.assumptions
+
+        def cost(name: str) -> tuple[float, float]:
+            backbone = catalog[name]
+            tok, lat = backbone.tok_cost(assumptions), backbone.latency(assumptions)
+            return (lat, tok) if by_latency else (tok, lat)
+
+        return min(self.controller.backbones, key=cost)
 
     def _cheapest_shift(self, budget: Budget | None) -> float:
-        key = budget
-        if key not in self._spans:
-            self._spans[key] = self.controller.cheapest_shift(budget)
-        return self._spans[key]
+        if budget not in self._spans:
+            self._spans[budget] = self.controller.cheapest_shift(budget)
+        return self._spans[budget]
 
     def construct_many(self, queries: list[Query], point: ConstructionPoint) -> list[MAS]:
-        """The MAS of queries served at one operating point (one forward pass)."""
-        return self.controller.construct_many(queries, point.budget, delta_shift=point.delta_shift)
+        """The MAS of queries served at one operating point (one forward pass; the fallback's share answered alone)."""
+        built = self.controller.construct_many(queries, point.budget, delta_shift=point.delta_shift)
+        if point.fallback is None:
+            return built
+        alone = single_mas(self.controller.roles, point.fallback)
+        return [alone if point.falls_back(query) else mas for query, mas in zip(queries, built, strict=True)]
 
     def runner(self, caps: Caps, concurrency: int) -> Runner:
         return self.controller.runner(self.world, caps=caps, concurrency=concurrency)

@@ -185,4 +185,3 @@ class WorkflowRunner(AdapterRunner[SupportsChatGetResponse]):
         response = await client.get_response(messages, options=options)  # type: ignore[arg-type]
         usage: Mapping[str, Any] = response.usage_details or {}
         return Reply(response.text or "", usage.get("input_token_count") or 0, usage.get("output_token_count") or 0)
-

@@ -10,13 +10,7 @@ from agentbalance.evaluation.baselines.fixed import OneBackboneMethod
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
 from agentbalance.roles import RoleSet
-from agentbalance.templates import agent_id
-
-
-def single_mas(roles: RoleSet, backbone: str) -> MAS:
-    """The decision role answering alone on `backbone`."""
-    index = roles.names.index(roles.decision.name)
-    return MAS.single(roles.decision.name, backbone, agent_id((index, 1)))
+from agentbalance.templates import single_mas
 
 
 class SingleLLM(OneBackboneMethod):
