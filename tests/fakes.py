@@ -9,7 +9,7 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from agentbalance.roles import RoleSet
 from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion
 
 if TYPE_CHECKING:
+    import pytest
+
+    from agentbalance.runtime.trace import Trace
     from agentbalance.trained import TrainedController
 
 EMBED = 16
@@ -62,6 +65,41 @@ def untrained_controller(roles: RoleSet, backbones: tuple[str, str, str], seed: 
     torch.manual_seed(seed)
     controller = Controller(context, ControllerConfig(embed_dim=EMBED, hidden=8)).eval()
     return TrainedController(controller, roles, Budget(), encoder=HashEncoder())  # type: ignore[arg-type]
+
+
+def trace_record(trace: Trace) -> dict[str, Any]:
+    """Everything a trace says but the measured wall time (texts included), to compare two paths' traces."""
+    document = trace.to_json(with_text=True)
+    document.pop("wall_s")
+    return document
+
+
+def gate_off(controller: TrainedController, role: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the controller's gating keep every agent but `role`'s (a plug-in's gated-off agent, on demand)."""
+    import torch
+
+    index = controller.controller.context.role_names.index(role)
+
+    def gates(agents: torch.Tensor, *rest: torch.Tensor) -> torch.Tensor:
+        logits = torch.full(agents.shape[:2], 10.0)
+        logits[:, index] = -10.0
+        return logits
+
+    monkeypatch.setattr(controller.controller.gating, "forward", gates)
+
+
+def loads_instead(controller: TrainedController, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Make `TrainedController.load` return `controller`; the list it returns records each load's arguments."""
+    from agentbalance.trained import TrainedController
+
+    loaded: list[dict[str, Any]] = []
+
+    def load(folder: Any, **options: Any) -> TrainedController:
+        loaded.append({"folder": folder, **options})
+        return controller
+
+    monkeypatch.setattr(TrainedController, "load", staticmethod(load))
+    return loaded
 
 
 @dataclass

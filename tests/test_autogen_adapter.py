@@ -17,7 +17,6 @@ import pytest
 
 pytest.importorskip("autogen_agentchat", reason='AutoGen is an optional extra: pip install "agentbalance[autogen]"')
 
-import torch
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.messages import BaseChatMessage
 from autogen_core.models import (
@@ -54,7 +53,7 @@ from agentbalance.trained import TrainedController
 from agentbalance.worlds.base import Completion
 from agentbalance.worlds.simulated import SimulatedWorld
 from tests.conftest import REPO
-from tests.fakes import HashEncoder, ScriptedWorld, cascade_mas, untrained_controller
+from tests.fakes import HashEncoder, ScriptedWorld, cascade_mas, gate_off, loads_instead, untrained_controller
 
 CATALOG = Catalog.load()
 BACKBONES = ("qwen3-8b", "qwen3-30b-a3b", "qwen3-235b-a22b")
@@ -341,14 +340,7 @@ def test_gated_off_agent_is_not_in_the_graph_and_the_flow_completes(
     world: SimulatedWorld, queries: list[Query], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     controller = tiny_controller()
-    skeptic = controller.controller.context.role_names.index("skeptic")
-
-    def gates(agents: torch.Tensor, *rest: torch.Tensor) -> torch.Tensor:
-        logits = torch.full(agents.shape[:2], 10.0)
-        logits[:, skeptic] = -10.0
-        return logits
-
-    monkeypatch.setattr(controller.controller.gating, "forward", gates)
+    gate_off(controller, "skeptic", monkeypatch)
     team = AgentBalanceTeam(user_agents(), "final_answerer", controller, world=world)
     run = asyncio.run(team.run(queries[0]))
     assert "skeptic" not in {a.role for a in run.mas.agents} and len(run.mas) == 3
@@ -403,13 +395,7 @@ def test_team_rejects_a_controller_of_other_roles_and_missing_clients(world: Sim
 def test_from_run_loads_a_trained_controller_over_the_teams_roles_and_backbones(
     world: SimulatedWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    loaded: list[dict[str, Any]] = []
-
-    def load(folder: Any, **options: Any) -> TrainedController:
-        loaded.append({"folder": folder, **options})
-        return tiny_controller()
-
-    monkeypatch.setattr(TrainedController, "load", staticmethod(load))
+    loaded = loads_instead(tiny_controller(), monkeypatch)
     encoder = HashEncoder()
     team = AgentBalanceTeam.from_run("runs/x", user_agents(), "final_answerer", world=world, encoder=encoder)
     (options,) = loaded

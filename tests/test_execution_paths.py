@@ -26,6 +26,7 @@ from agentbalance.worlds import open_world
 from agentbalance.worlds.base import AgentCall, Completion, World
 from agentbalance.worlds.live import LiveWorld
 from agentbalance.worlds.replay import ReplayWorld
+from tests.fakes import trace_record
 from tests.loopback_server import LoopbackServer
 
 ROLES = RoleSet.load("general")
@@ -67,11 +68,7 @@ def chain() -> MAS:
     return MAS(agents, [("c0", "c1"), ("c1", "c2")], "c2")
 
 
-def record(trace: Trace) -> dict[str, Any]:
-    """Everything a trace says but the measured wall time (texts included: the world's, on every path)."""
-    document = trace.to_json(with_text=True)
-    document.pop("wall_s")
-    return document
+record = trace_record  # the world's texts included, on every path
 
 
 @pytest.fixture(params=list(ADAPTERS))
