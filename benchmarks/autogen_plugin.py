@@ -19,13 +19,10 @@ import json
 import runpy
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from agentbalance.adapters.autogen import AgentBalanceTeam, BalancedRun, GraphFlowRunner, roles_from_agents
+from agentbalance.adapters.autogen import AgentBalanceTeam, GraphFlowRunner, roles_from_agents
 from agentbalance.budgets import Budget
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
@@ -36,27 +33,13 @@ from agentbalance.train.build import BuildSpec, build
 from agentbalance.train.config import TrainConfig
 from agentbalance.trained import TrainedController
 from agentbalance.worlds.simulated import SimulatedWorld
+from benchmarks.plugin_runs import line, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 EXAMPLE = runpy.run_path(str(ROOT / "examples" / "autogen_plugin.py"), run_name="autogen_plugin_example")
 STRONG, STRONGEST = "qwen3-235b-a22b", "qwen3-235b-a22b-think"  # the user's choice; its thinking variant
 AS_WRITTEN_BACKBONES = ("qwen3-1.7b", "qwen3-8b", "qwen3-30b-a3b", STRONG, "qwen3-30b-a3b-think", STRONGEST)
-
-
-def summary(runs: list[BalancedRun]) -> dict[str, Any]:
-    """Perf (share right), Tok (USD per 100 queries), Lat (s per query) and what ran, over the runs."""
-    traces = [run.trace for run in runs]
-    return {
-        "perf": float(np.mean([bool(t.correct) for t in traces])),
-        "tok": float(100 * np.mean([t.cost_usd for t in traces])),
-        "lat": float(np.mean([t.latency_s for t in traces])),
-        "agents_mean": float(np.mean([len(run.mas) for run in runs])),
-        "edges_mean": float(np.mean([len(run.mas.edges) for run in runs])),
-        "backbones": dict(Counter(a.backbone for run in runs for a in run.mas.agents).most_common()),
-        "roles": dict(Counter(a.role for run in runs for a in run.mas.agents).most_common()),
-        "wall_s_per_query": float(np.mean([t.wall_s for t in traces])),
-    }
 
 
 def main() -> None:
@@ -83,7 +66,7 @@ def main() -> None:
         written = EXAMPLE["as_written"](roles.names, backbone)
         runs = asyncio.run(flows.run_many([(written, q) for q in test]))
         arms.append({"method": f"as written ({backbone} for all, complete DAG)", "backbone": backbone, **summary(runs)})
-        print(f"{arms[-1]['method']}: {_line(arms[-1])}", flush=True)
+        print(f"{arms[-1]['method']}: {line(arms[-1])}", flush=True)
     by_backbone = {arm["backbone"]: arm for arm in arms}
 
     levels = [(fraction, by_backbone[STRONG]) for fraction in fractions] + [(1.0, by_backbone[STRONGEST])]
@@ -121,7 +104,7 @@ def main() -> None:
         written_text = "none fits"
         if best_written:
             written_text = f"{100 * best_written['perf']:.1f}% ({best_written['backbone']})"
-        print(f"budget {row['budget']}: as written {written_text}; + agentbalance {_line(balanced)}", flush=True)
+        print(f"budget {row['budget']}: as written {written_text}; + agentbalance {line(balanced)}", flush=True)
 
     document = {
         "command": (
@@ -140,13 +123,6 @@ def main() -> None:
     out = RESULTS / "autogen_plugin.json"
     out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out} in {document['seconds']} s")
-
-
-def _line(row: dict[str, Any]) -> str:
-    return (
-        f"Perf {100 * row['perf']:.1f}%, Tok ${row['tok']:.3f}/100q, Lat {row['lat']:.1f} s, "
-        f"{row['agents_mean']:.2f} agents"
-    )
 
 
 if __name__ == "__main__":
