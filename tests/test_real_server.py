@@ -1,5 +1,6 @@
 """The live world against real llama.cpp servers with real small models (SmolLM2-135M-Instruct, Gemma 3 270M):
-run, the response cache, max_tokens, context_tokens, a server stopped mid-run, record, build, and AutoGen.
+run, the response cache, max_tokens, context_tokens, a server stopped mid-run, record, build, the scripts exported
+for AutoGen, Microsoft Agent Framework and LangGraph, and the AutoGen adapter.
 
 Run with `make test-real` (a separate pytest invocation after the main suite, see docs/real-servers.md).
 Answers of 135M-parameter models are mostly wrong: these tests assert what a user relies on (bounded,
@@ -280,21 +281,32 @@ def test_build_in_the_live_world_trains_and_saves_a_controller(live_run: tuple[P
     assert result["split"] == "test" and result["n"] == 3 and 0 <= result["perf"] <= 1  # type: ignore[operator]
 
 
-def test_the_exported_autogen_script_runs_against_the_real_server(
-    live_run: tuple[Path, dict[str, object]], tmp_path: Path
+SCRIPT_FRAMEWORKS = {  # export format -> (the module its script imports, the extra that installs it)
+    "autogen": ("autogen_ext.models.openai", "autogen"),
+    "agent-framework": ("agent_framework.openai", "agent-framework"),
+    "langgraph": ("langgraph.graph", "langgraph"),
+}
+
+
+@pytest.mark.parametrize("form", list(SCRIPT_FRAMEWORKS))
+def test_each_exported_framework_script_runs_against_the_real_server(
+    form: str, live_run: tuple[Path, dict[str, object]], smollm2: RealServer, gemma3: RealServer, tmp_path: Path
 ) -> None:
-    pytest.importorskip("autogen_ext.models.openai", reason='AutoGen is an optional extra: "agentbalance[autogen]"')
+    module, extra = SCRIPT_FRAMEWORKS[form]
+    pytest.importorskip(module, reason=f'{form} is an optional extra: "agentbalance[{extra}]"')
     script = invoke(
-        "export", "--model", str(live_run[0]), "--query", "What is 2 + 3?", "--format", "autogen", cache=tmp_path
+        "export", "--model", str(live_run[0]), "--query", "What is 2 + 3?", "--format", form, cache=tmp_path
     )
-    path = tmp_path / "flow.py"
+    path = tmp_path / "mas_script.py"
     path.write_text(str(script))
     env = {**os.environ, "AGENTBALANCE_API_KEY": KEY}
+    before = smollm2.requests() + gemma3.requests()
     done = subprocess.run(
         [sys.executable, str(path), "What is 2 + 3?"], capture_output=True, text=True, env=env, timeout=180
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip()  # the decision agent's real answer
+    assert smollm2.requests() + gemma3.requests() > before  # it was the real servers that answered
 
 
 def test_the_autogen_adapter_runs_a_mas_over_openai_clients_of_the_real_server(
@@ -321,6 +333,38 @@ def test_the_autogen_adapter_runs_a_mas_over_openai_clients_of_the_real_server(
     run = asyncio.run(runner.run(two_agent_chain("smollm2-135m", "smollm2-135m"), "What is 12 + 7?"))
     assert smollm2.requests() - before == 2
     assert all(agent.error is None and agent.completion_tokens > 0 for agent in run.trace.agents)
+    assert run.trace.cost_usd == pytest.approx(sum(a.cost_usd for a in run.trace.agents)) and run.trace.cost_usd > 0
+
+
+def real_chat_client(framework: str, server: RealServer) -> object:
+    """The framework's own OpenAI-compatible chat client for the server (skipped when its extra is missing)."""
+    if framework == "agent-framework":
+        pytest.importorskip("agent_framework.openai", reason='an optional extra: "agentbalance[agent-framework]"')
+        from agent_framework.openai import OpenAIChatCompletionClient
+
+        return OpenAIChatCompletionClient(model=server.alias, base_url=server.base_url, api_key=KEY)
+    pytest.importorskip("langchain_openai", reason='an optional extra: "agentbalance[langgraph,clients]"')
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=server.alias, base_url=server.base_url, api_key=KEY)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("framework", ["agent-framework", "langgraph"])
+def test_the_agent_framework_and_langgraph_adapters_run_a_mas_over_their_clients_of_the_real_server(
+    framework: str, smollm2: RealServer, tmp_path: Path
+) -> None:
+    client = real_chat_client(framework, smollm2)
+    if framework == "agent-framework":
+        from agentbalance.adapters.agent_framework import WorkflowRunner as Runs
+    else:
+        from agentbalance.adapters.langgraph import StateGraphRunner as Runs  # type: ignore[assignment]
+    catalog = Catalog.load(local_catalog(tmp_path, smollm2, max_tokens=16))
+    runner = Runs(ROLES, clients={"smollm2-135m": client}, catalog=catalog)  # type: ignore[dict-item]
+    before = smollm2.requests()
+    run = asyncio.run(runner.run(two_agent_chain("smollm2-135m", "smollm2-135m"), "What is 12 + 7?"))
+    assert smollm2.requests() - before == 2
+    for agent in run.trace.agents:  # real usage, bounded by the catalog's max_tokens, priced
+        assert agent.error is None and 0 < agent.completion_tokens <= 16 and agent.prompt_tokens > 0
     assert run.trace.cost_usd == pytest.approx(sum(a.cost_usd for a in run.trace.agents)) and run.trace.cost_usd > 0
 
 
