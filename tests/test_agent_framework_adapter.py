@@ -171,6 +171,26 @@ def test_the_agent_is_a_node_of_a_users_workflow(agent: AgentBalanceAgent) -> No
     assert asyncio.run(agent.run("What is 17 * 23?")).text in outputs
 
 
+def test_the_agent_speaks_in_a_group_chat_and_a_sequential_orchestration(agent: AgentBalanceAgent) -> None:
+    """A participant of the framework's orchestrations like any agent: its turn is its MAS's answer."""
+    orchestrations = pytest.importorskip("agent_framework_orchestrations", reason="agent-framework-orchestrations")
+    alone = asyncio.run(agent.run("What is 17 * 23?")).text
+
+    def said_once(messages: list[Message]) -> bool:
+        return any(m.author_name == "balanced" for m in messages)
+
+    chat = orchestrations.GroupChatBuilder(
+        participants=[agent],
+        selection_func=lambda state: "balanced",
+        termination_condition=said_once,
+        output_from="all",  # the participants' turns too, not only the closing message
+    ).build()
+    outputs = asyncio.run(chat.run("What is 17 * 23?")).get_outputs()
+    assert [m.text for o in outputs for m in o.messages if m.author_name == "balanced"] == [alone]
+    chain = orchestrations.SequentialBuilder(participants=[agent]).build()
+    assert [o.text for o in asyncio.run(chain.run("What is 17 * 23?")).get_outputs()] == [alone]
+
+
 def test_the_agent_refuses_no_question_and_foreign_input(agent: AgentBalanceAgent) -> None:
     with pytest.raises(AgentBalanceError, match="needs a question"):
         asyncio.run(agent.run(None))
