@@ -8,6 +8,7 @@ adds only that framework's calls.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 from agentbalance.catalog import Backbone, Catalog
@@ -115,6 +116,13 @@ def script_data(mas: MAS, agents: list[dict[str, Any]], names: dict[str, str], b
     if mas.conditional or note:
         data.append(f"DISAGREEMENT_NOTE = {DISAGREEMENT_NOTE!r}")  # agentbalance's own words
     return data
+
+
+def spoken_script(header: str, imports: str, data: Sequence[str], body: str) -> str:
+    """A script whose agents speak by the shared rules: its header, imports and data, the conditional and speaking
+    rules (`CONDITIONAL_RULES`, `SPEAK_RULES`), the API key lookup, then the framework's own `body`."""
+    parts = [header + '"""\n', imports, "\n" + "\n\n".join(data) + "\n"]
+    return "".join([*parts, CONDITIONAL_RULES, SPEAK_RULES, API_KEY_FUNCTION, body])
 
 
 API_KEY_FUNCTION = '''

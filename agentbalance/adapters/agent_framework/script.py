@@ -9,15 +9,7 @@ from __future__ import annotations
 
 from agentbalance.adapters.agent_framework.workflow import RESERVED
 from agentbalance.adapters.names import agent_names
-from agentbalance.adapters.scripting import (
-    API_KEY_FUNCTION,
-    CONDITIONAL_RULES,
-    SPEAK_RULES,
-    agent_entries,
-    backbone_specs,
-    script_data,
-    script_header,
-)
+from agentbalance.adapters.scripting import agent_entries, backbone_specs, script_data, script_header, spoken_script
 from agentbalance.catalog import Catalog
 from agentbalance.mas import MAS
 from agentbalance.roles import RoleSet
@@ -40,17 +32,7 @@ def agent_framework_script(mas: MAS, catalog: Catalog, roles: RoleSet, query: st
         "build_workflow(clients) takes your own chat clients (backbone name -> chat client) instead.",
     )
     data = script_data(mas, agents, names, backbone_specs(mas, catalog, limit_in_body=True), query, note=True)
-    return "".join(
-        [
-            header + '"""\n',
-            _IMPORTS,
-            "\n" + "\n\n".join(data) + "\n",
-            CONDITIONAL_RULES,
-            SPEAK_RULES,
-            API_KEY_FUNCTION,
-            _BODY,
-        ]
-    )
+    return spoken_script(header, _IMPORTS, data, _BODY)
 
 
 _IMPORTS = """
