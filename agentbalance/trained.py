@@ -58,9 +58,13 @@ class TrainedController:
         budget_range: BudgetRange | None = None,
         encoder: TextEncoder | None = None,
         origin: tuple[Path, RunConfig] | None = None,
+        plans: Sequence[MAS | None] = (),
     ) -> None:
-        """A controller just trained (`origin` None: it has no run folder yet) or loaded from `origin`."""
+        """A controller just trained (`origin` None: it has no run folder yet) or loaded from `origin`. `plans`: per
+        target budget (the range's grid, tightest first; or the one budget), the plan that serves it in place of
+        the trained policy (`train.menu_guard`; None or absent: the policy)."""
         self.controller = controller
+        self.plans = tuple(plans)
         self.roles = roles
         self.budget = budget  # the budget it was built for (budget-conditioned: the loosest of its range)
         self.budget_range = budget_range
@@ -104,7 +108,11 @@ class TrainedController:
         encoder = encoder or TextEncoder()
         controller, config = load_controller(folder, catalogs, roles, encoder)
         roles = roles or run_roles(folder, config)
-        loaded = cls(controller, roles, config.trained_budget, config.saved_range(), encoder, (folder, config))
+        plans = [MAS.from_json(plan, f"{folder / 'config.json'}: plans") if plan else None for plan in config.plans]
+        trained = {name for pool in config.pools for name in pool} | set(config.complements)
+        if set(controller.context.backbone_names) != trained:
+            plans = []  # other backbones (inductive use): the plans were chosen among the trained ones
+        loaded = cls(controller, roles, config.trained_budget, config.saved_range(), encoder, (folder, config), plans)
         loaded._described = catalogs.described if catalogs is not None else None
         return loaded
 
@@ -122,11 +130,22 @@ class TrainedController:
             return self.budget, None
         return self.budget_range.serve(budget)
 
+    def plan_for(self, budget: Budget | None = None) -> MAS | None:
+        """The plan that serves `budget` for every query in place of the trained policy (`train.menu_guard`), or None.
+        Between two grid budgets of a range, the tighter one's choice (what it serves fits the budget asked)."""
+        if not self.plans:
+            return None
+        if self.budget_range is None:
+            return self.plans[-1]
+        scale = self.budget_range.scale_of(budget) if budget is not None else 1.0
+        at_or_below = [i for i, grid in enumerate(self.budget_range.scales()) if grid <= scale * (1 + 1e-9)]
+        return self.plans[at_or_below[-1]] if at_or_below and len(self.plans) == self.budget_range.steps else None
+
     def cheapest_shift(self, budget: Budget | None = None) -> float:
         """The shift of its difficulty offset (<= 0) that builds every query, however hard, in the cheapest pool at
         `budget`: the span of a served model's budget governor (0 when every query is built there already)."""
         selection = self.controller.selection
-        if selection.pool_count == 1:
+        if selection.pool_count == 1 or self.plan_for(budget) is not None:  # a plan's cost does not move with δ
             return 0.0
         served, delta = self.serving(budget)
         offset = self.controller.config.delta if delta is None else delta
@@ -177,7 +196,7 @@ class TrainedController:
     ) -> list[MAS]:
         """The MAS for each query, in one batched forward pass (a MAS built for a Query carries its id).
         `delta_shift` (< 0: cheaper pools) moves the difficulty offset it serves `budget` with, as a served model's
-        budget governor does."""
+        budget governor does; it moves nothing where a plan serves `budget` (`plan_for`)."""
         asked = [as_query(query) for query in queries]
         if not asked:
             return []
@@ -195,6 +214,10 @@ class TrainedController:
     ) -> list[MAS]:
         """`construct_many` from query embeddings already computed (an experiment's cache)."""
         served, delta = self.serving(budget)
+        plan = self.plan_for(budget)
+        if plan is not None:
+            order = plan.topological_order()
+            return [MAS.trusted(plan.agents, plan.edges, plan.decision, order, query_id) for query_id in query_ids]
         condition = budget_condition(served, len(query_ids))
         if delta_shift:
             delta = (self.controller.config.delta if delta is None else delta) + delta_shift

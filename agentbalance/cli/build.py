@@ -6,7 +6,7 @@ It never trains itself: it fills a `BuildSpec` and calls `agentbalance.train.bui
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -63,6 +63,13 @@ def build(
         float, typer.Option(help="--budget-conditioned: loosest / tightest budget of the range.")
     ] = 8.0,
     budget_steps: Annotated[int, typer.Option(help="--budget-conditioned: budgets of the training grid.")] = 4,
+    menu_guard: Annotated[
+        bool,
+        typer.Option(
+            help="Serve a budget by the menu's best plan wherever the trained policy does not beat it on held-out "
+            "folds (docs/training-and-budgets.md)."
+        ),
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     executor: ExecutorOption = "local",
     address: AddressOption = None,
@@ -119,7 +126,7 @@ def build(
             seed=seed,
         ),
         budget=budget,
-        train=TrainConfig(epochs=epochs, lambda_tok=lambda_tok, lambda_lat=lambda_lat),
+        train=TrainConfig(epochs=epochs, lambda_tok=lambda_tok, lambda_lat=lambda_lat, menu_guard=menu_guard),
         controller=ControllerConfig(delta=delta, max_pool=max_pool),
         restarts=restarts,
         budget_range=budget_range,
@@ -179,6 +186,8 @@ def build(
     )
     if result.points:
         console.print(budget_points_table(result.points, console.width))
+    if result.guard:
+        console.print(guard_summary(result.guard), highlight=False)
     judged = result.judged
     if result.feasible and judged is not None:
         console.print(
@@ -221,3 +230,30 @@ def build(
             f"example {cascades[0].query_id} ({len(cascades)} of {len(constructed)} test MAS are conditional)",
         )
     console.print(f"wrote {folder} (controller.pt, config.json, metrics.json, training.png)", highlight=False)
+
+
+def guard_summary(decisions: list[dict[str, Any]]) -> str:
+    """What serves the budget(s): the trained policy, or the menu's best plan where the policy did not beat it on
+    held-out folds (`train.menu_guard`), in a sentence."""
+    from agentbalance.mas import MAS
+    from agentbalance.train.build import describe_template
+
+    if len(decisions) > 1:
+        by_plan = sum(decision["served_by"] == "plan" for decision in decisions)
+        return (
+            f"menu guard: the trained policy serves {len(decisions) - by_plan} of the {len(decisions)} budgets of the "
+            f"range; the menu's best plan serves {by_plan}, where the policy did not beat it on held-out folds"
+        )
+    (decision,) = decisions
+    if decision["plan"] is None:
+        return "menu guard: no plan of the menu fits the budget on every fold; the trained policy serves it"
+    plan = describe_template(MAS.from_json(decision["plan"]))
+    versus = (
+        f"{100 * decision['difference']:+.1f} points against it on held-out folds (margin "
+        f"{100 * decision['margin']:.1f})"
+    )
+    if decision["served_by"] == "plan":
+        return (
+            f"menu guard: one plan serves every query, the menu's best that fits ({plan}); the trained policy: {versus}"
+        )
+    return f"menu guard: the trained policy serves; the menu's best plan that fits ({plan}): policy {versus}"

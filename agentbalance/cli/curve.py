@@ -44,6 +44,9 @@ def curve(
     val: Annotated[int, typer.Option(min=2, help="Validation questions.")] = 200,
     test: Annotated[int, typer.Option(min=2, help="Test questions (every point is measured on them).")] = 400,
     epochs: Annotated[int, typer.Option(min=1, help="Training epochs of agentbalance's controller.")] = 25,
+    menu_guard: Annotated[
+        bool, typer.Option(help="agentbalance with the menu guard, as `build --menu-guard` (docs/curves.md).")
+    ] = False,
     seed: Annotated[int | None, typer.Option(help="Seed of every random choice (default 0).")] = None,
     seeds: Annotated[
         str | None,
@@ -97,7 +100,7 @@ def curve(
     def on_stage(text: str) -> None:
         progress.console.print(text, highlight=False)
 
-    sweep = Sweep(spec, TrainConfig(epochs=epochs), tuple(names), points)
+    sweep = Sweep(spec, TrainConfig(epochs=epochs, menu_guard=menu_guard), tuple(names), points)
     with unit_progress(console, "units (a method on a seed)") as (progress, on_unit):
         result = run_curve(sweep, folder, seed_list, executor_spec, on_point, on_stage, on_unit)
     if as_json:

@@ -85,6 +85,8 @@ class Sweep:
             "data": spec.data,
             "limit": spec.limit,
         }
+        if self.train.menu_guard:  # only when on: folders of sweeps without it stay as they were
+            found["menu_guard"] = True
         if seeds is not None:
             del found["seed"]
             found["seeds"] = list(seeds)

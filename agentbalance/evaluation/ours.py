@@ -114,14 +114,21 @@ class AgentBalanceMethod:
             spec = BuildSpec(
                 budget=budget_range.loosest,
                 budget_range=budget_range,
-                train=self.train,
+                # an ablation measures the policy's parts: no plan of the menu stands in for it
+                train=self.train if self.ablation is None else dataclasses.replace(self.train, menu_guard=False),
                 controller=ControllerConfig(ablation=self.ablation if self.ablation != "random-pools" else None),
                 restarts=self.restarts,
             )
             controller, _, result = train_on(trained_on, spec)
             assert result.budget_range is not None
+            plans = [MAS.from_json(plan) if plan else None for plan in result.plans]
             self._trained[axis] = TrainedController(
-                controller, experiment.roles, result.budget_range.loosest, result.budget_range, experiment.encoder
+                controller,
+                experiment.roles,
+                result.budget_range.loosest,
+                result.budget_range,
+                experiment.encoder,
+                plans=plans,
             )
         return self._trained[axis]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -65,6 +65,9 @@ class PlanMenu:
     alone: list[AnchorPlan]
     mixed: list[AnchorPlan]
     penalties: tuple[float, float] = (0.0, 0.0)
+    # every template's outcome on every training, then validation question, template by template (the menu guard
+    # scores its plans from them instead of running them again)
+    outcomes: list[Outcome] = field(default_factory=list)
 
     def best(self, budget: Budget, with_mixtures: bool = True) -> AnchorPlan:
         """The plan of the best `budget_preference` under `budget` on the measured questions.
@@ -123,6 +126,7 @@ class AnchoredStart:
     difficulty: dict[str, float]  # of each training query as the plans split them (the frozen head's)
     snapshot: Snapshot  # the weights after imitation with their validation results: always a final candidate
     margin: float  # one standard error of its validation Perf (x anchor_margin_z): what training must win by
+    menu: PlanMenu  # every plan it chose among, as measured
 
     def imitation_log_prob(
         self,
@@ -184,7 +188,7 @@ def plan_menu(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) ->
         for i, template in enumerate(templates)
     ]
     mixed = mixtures(run, templates, per_template, [plan.measured for plan in alone], train, val)
-    return PlanMenu(alone, mixed, run.config.fixed_penalties)
+    return PlanMenu(alone, mixed, run.config.fixed_penalties, outcomes)
 
 
 def mixtures(
@@ -288,7 +292,7 @@ def anchor(run: TrainingRun, train: Sequence[Query], val: Sequence[Query]) -> An
         judged,
     )
     margin = run.config.anchor_margin_z * float(np.mean([e.perf_standard_error() for e in evaluations]))
-    return AnchoredStart(plans, imitated, difficulty, snapshot, margin)
+    return AnchoredStart(plans, imitated, difficulty, snapshot, margin, menu)
 
 
 def imitate_and_judge(

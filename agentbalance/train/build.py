@@ -30,6 +30,7 @@ from agentbalance.train.anchor import AnchorPlan
 from agentbalance.train.budget_targeting import selection_key
 from agentbalance.train.checkpoints import RestartCheckpoint, RestartCheckpoints
 from agentbalance.train.config import TrainConfig, TrainResult
+from agentbalance.train.menu_guard import apply_guard
 from agentbalance.train.reinforce import Trainer
 from agentbalance.train.run_folder import save_run
 from agentbalance.train.training_run import TrainingRun
@@ -139,6 +140,7 @@ def train_on(
     `checkpoints`, finished restarts are saved, and found ones are restored instead of retrained."""
     best: tuple[Controller, Trainer, TrainResult] | None = None
     margin = 0.0  # the anchored first restart's: every trained policy must beat the anchored start by it
+    menu = None  # the anchored start's measured menu, which the menu guard reuses
     for restart in range(spec.restarts):
         saved = checkpoints.load(restart) if checkpoints is not None else None
         if saved is not None:
@@ -153,9 +155,14 @@ def train_on(
             if checkpoints is not None:
                 checkpoints.save(restart, controller, result)
         margin = max(margin, result.anchor_margin)
+        if trainer.anchored is not None:
+            menu = trainer.anchored.menu
         if best is None or _selection_key(result, margin) > _selection_key(best[2], margin):
             best = (controller, trainer, result)
     assert best is not None
+    if spec.train.menu_guard:
+        on_stage("comparing the trained policy with the best plan of the menu on held-out folds")
+        apply_guard(best[1].run, best[2], experiment.splits, menu)
     return best
 
 
@@ -274,6 +281,7 @@ def run_documents(
         else None,
         "lambdas": result.lambdas,
         "budget_range": result.budget_range.to_json() if result.budget_range is not None else None,
+        "plans": result.plans,  # per target budget: the plan serving it in place of the policy (null: the policy)
     }
     metrics = {
         "feasible": result.feasible,
@@ -284,6 +292,7 @@ def run_documents(
         "cheapest": result.cheapest.to_json(),
         "difficulty_estimator_test": result.difficulty,
         "budget_points": result.points,
+        "menu_guard": result.guard,
         "history": result.history,
         "seconds": round(seconds, 1),
     }

@@ -40,6 +40,9 @@ class TrainConfig(PolicyGradientConfig):
     slack_z: float = 1.0  # delta spends the budget: the most generous one within this many SEs of the best Perf
     anchor_weight: float = 0.1  # weight of imitating the anchored start during REINFORCE (0: none)
     difficulty_lr_scale: float = 0.1  # the difficulty head's end-to-end learning rate, relative
+    # per budget, the trained policy serves only where it beats the menu's best plan on held-out folds; else the
+    # plan serves (train.menu_guard). Opt-in until it is measured on every world
+    menu_guard: bool = False
 
     @property
     def fixed_penalties(self) -> tuple[float, float]:
@@ -65,6 +68,10 @@ class TrainResult:
     # the anchored start kept: what its budget was judged by (Perf on validation, cost on the training and
     # validation questions, `anchor.judged_with_known_cost`); `val` is then what it does on validation alone
     judged: Evaluation | None = None
+    # the menu guard (`train.menu_guard`), per target budget (the user's last): the plan serving it in place of the
+    # policy (a MAS's JSON; None: the policy), and what the choice stood on
+    plans: list[dict[str, Any] | None] = field(default_factory=list)
+    guard: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         document = asdict(self)
@@ -89,4 +96,6 @@ class TrainResult:
             anchored=bool(document["anchored"]),
             anchor_margin=float(document["anchor_margin"]),
             judged=Evaluation(**document["judged"]) if document.get("judged") is not None else None,
+            plans=list(document.get("plans", [])),
+            guard=list(document.get("guard", [])),
         )

@@ -62,6 +62,7 @@ class RunConfig(BaseModel):
     lambdas: dict[str, float] = Field(default_factory=dict)
     budget_range: dict[str, Any] | None = None
     seed: int | None = None  # older versions kept it in train.seed
+    plans: list[dict[str, Any] | None] = []  # per target budget, the plan serving it instead of the policy (menu guard)
 
     @property
     def run_seed(self) -> int:
