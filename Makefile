@@ -51,6 +51,12 @@ install-local: $(LOCAL_STAMP)
 demo: $(STAMP)
 	$(BIN)/agentbalance pools --plot runs/demo/pools.png --json-out runs/demo/pools.json
 	$(BIN)/agentbalance build --budget-tok 0.5 --budget-lat 60 --out runs/demo/build
+	@echo
+	@echo "Next: the CLI is .venv/bin/agentbalance (or run 'source .venv/bin/activate' once, then 'agentbalance'). Try"
+	@echo "  .venv/bin/agentbalance run --model runs/demo/build \"What is 17 * 23?\""
+	@echo "  .venv/bin/agentbalance evaluate --model runs/demo/build"
+	@echo "  .venv/bin/agentbalance serve --model runs/demo/build    # an OpenAI-compatible model on http://127.0.0.1:8000"
+	@echo "and the README's Quickstart."
 
 test: $(STAMP)
 	$(BIN)/ruff check agentbalance tests benchmarks examples

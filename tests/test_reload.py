@@ -149,16 +149,23 @@ def test_run_of_a_replay_controller_replays_its_own_world_from_anywhere(tmp_path
     assert text.returncode == 2 and "give them with --input FILE.jsonl" in text.stderr
 
 
-def test_a_budget_out_of_reach_is_said_by_build_and_by_evaluate(tmp_path: Path) -> None:
-    """Below the fastest backbone alone a latency budget cannot be met: `build` names the fastest point (not
-    the cheapest), and `evaluate`'s table says the budget is not met and by what, not only its `--json`."""
-    built = build_on_tiny_world(tmp_path, "--budget-lat", "0.0001")
-    said = " ".join(built.stdout.split())
-    assert "budget NOT feasible: the fastest reachable point" in said
-    reported = json.loads((tmp_path / "run" / "metrics.json").read_text())["cheapest"]
+def test_a_budget_out_of_reach_is_refused_by_build_before_training_and_said_by_evaluate(tmp_path: Path) -> None:
+    """Below the fastest backbone alone a latency budget cannot be met: `build` says so before training, naming the
+    fastest point (not the cheapest), exits 2 and writes no controller; `evaluate`'s table says a budget is not met
+    and by what, not only its `--json` (a run folder whose budget was edited below reach)."""
+    write_world(tmp_path / "tiny-mcq", *mcq_tables())
+    common = ("--world", "replay:tiny-mcq", "--train", "12", "--val", "4", "--test", "4", "--epochs", "1")
+    refused = agentbalance("build", "--budget-lat", "0.0001", *common, "--restarts", "1", "--out", "run", cwd=tmp_path)
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 2 and "below every reachable point" in said and "the fastest" in said
+    assert "nothing was trained" in said and not (tmp_path / "run" / "controller.pt").exists()
+    build_on_tiny_world(tmp_path, "--budget-lat", "60")
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    config["budget"]["lat"] = 0.0001
+    (tmp_path / "run" / "config.json").write_text(json.dumps(config))
     evaluated = agentbalance("evaluate", "--model", "run", cwd=tmp_path)
     assert evaluated.returncode == 0, evaluated.stderr
-    assert "budget NOT met on test: Lat" in " ".join(evaluated.stdout.split()) and reported["lat"] > 0.0001
+    assert "budget NOT met on test: Lat" in " ".join(evaluated.stdout.split())
 
 
 def test_a_world_without_its_own_catalog_keeps_the_runs(replay_build: Built, tmp_path: Path) -> None:

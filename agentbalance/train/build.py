@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from agentbalance.budgets import Budget, BudgetRange
+from agentbalance.errors import AgentBalanceError
 from agentbalance.executors import ExecutorSpec
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
@@ -90,6 +91,7 @@ def build(
         elsewhere = train_restarts_elsewhere(spec, roles, checkpoints, executor, on_stage)
     with one_torch_thread():
         experiment = Experiment.open(spec.experiment, roles, on_stage)
+        refuse_unreachable(experiment, spec.budget_range.loosest if spec.budget_range is not None else spec.budget)
         controller, trainer, result = train_on(experiment, spec, on_stage, on_epoch, checkpoints)
         seconds = time.perf_counter() - started
         config, metrics = run_documents(controller, spec, experiment, result, seconds)
@@ -98,6 +100,33 @@ def build(
 
     plot_training(result.history, spec.budget, out / "training.png")
     return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored, elsewhere)
+
+
+def refuse_unreachable(experiment: Experiment, budget: Budget) -> None:
+    """Refuse, before any training, a budget that no kept backbone alone meets even on average on the validation
+    questions: the cheapest MAS is one agent on one backbone, so nothing can fit, and training would only end in
+    "budget NOT feasible". (A budget between a backbone's mean and its upper bound is left to `build`, which reports
+    whether the upper bound fits.)"""
+    if budget.tok is None and budget.lat is None:
+        return
+    val = experiment.splits.val
+    alone = [MAS.single(experiment.roles.decision.name, name) for name in experiment.context.backbone_names]
+    outcomes = experiment.execute([(mas, query) for mas in alone for query in val])
+    n = len(val)
+    means = [
+        (mas.agents[0].backbone, 100 * sum(o.cost_usd for o in chunk) / n, sum(o.latency_s for o in chunk) / n)
+        for mas, chunk in zip(alone, (outcomes[i * n : (i + 1) * n] for i in range(len(alone))), strict=True)
+    ]
+    if any(
+        (budget.tok is None or tok <= budget.tok) and (budget.lat is None or lat <= budget.lat) for _, tok, lat in means
+    ):
+        return
+    cheapest, fastest = min(means, key=lambda m: m[1]), min(means, key=lambda m: m[2])
+    raise AgentBalanceError(
+        f"budget {budget.describe()} is below every reachable point: no backbone alone meets it on the validation "
+        f"questions (the cheapest, {cheapest[0]}, costs Tok {cheapest[1]:.4g} USD/100 queries; the fastest, "
+        f"{fastest[0]}, takes Lat {fastest[2]:.3g} s), so nothing was trained; raise the budget"
+    )
 
 
 def holds_another_build(out: Path, spec: BuildSpec) -> bool:
