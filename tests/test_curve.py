@@ -231,3 +231,38 @@ def test_one_seed_and_several_seeds_are_told_apart(seeds_sweep: Path, tmp_path: 
     one_error_line(agentbalance(*SEEDS_SWEEP, "--seed", "0", "--seeds", "0,1", cwd=tmp_path), "not both")
     one_error_line(agentbalance(*SEEDS_SWEEP, "--seeds", "0,x", cwd=tmp_path), "comma-separated integers")
     assert not list(tmp_path.iterdir())  # nothing written for a refused command
+
+
+def test_the_plot_reads_perf_in_percent_on_a_log_cost_axis_and_tells_every_method_apart(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every table says %, the useful Tok region is the low end, and 16 methods must be told apart in print too."""
+    from dataclasses import dataclass
+
+    from agentbalance.evaluation import curve_plot
+
+    @dataclass
+    class Point:
+        method: str
+        perf: float
+        tok: float
+        lat: float
+
+        def counts_on(self, axis: str) -> bool:
+            return True
+
+    methods = [f"m{k}" for k in range(12)]
+    rows = [
+        Point(m, 0.5 + 0.02 * k + 0.1 * j, 0.01 * (j + 1) * (k + 1), 1.0 + j)
+        for k, m in enumerate(methods)
+        for j in range(2)
+    ]
+    drawn = []
+    monkeypatch.setattr(curve_plot, "save_figure", lambda figure, path, dpi: drawn.append(figure))
+    curve_plot.plot_curves(rows, methods, Point("base", 0.9, 5.0, 9.0), "tok", tmp_path / "curve.png")
+    (axes,) = drawn[0].axes
+    assert axes.get_xscale() == "log" and "%" in axes.get_ylabel()
+    lines = {line.get_label(): line for line in axes.get_lines() if line.get_label() in methods}
+    assert len(lines) == 12 and max(line.get_ydata().max() for line in lines.values()) > 1  # percent, not 0-1
+    looks = {(line.get_marker(), line.get_linestyle(), str(line.get_color())) for line in lines.values()}
+    assert len(looks) == 12
