@@ -84,10 +84,14 @@ def test_a_saved_controller_reloads_and_builds_the_same_mas(built) -> None:
     ]
 
 
-def test_an_unreachable_budget_is_reported_with_the_cheapest_point(tmp_path: Path) -> None:
+def test_an_unreachable_budget_is_refused_before_training_with_the_cheapest_point(tmp_path: Path) -> None:
     experiment = ExperimentSpec(sizes=(8, 4, 4))  # no number of questions reaches Tok 1e-6
     spec = BuildSpec(experiment, budget=Budget(tok=1e-6), train=TrainConfig(epochs=1), restarts=1)
-    result = build(spec, tmp_path / "run").result
+    with pytest.raises(AgentBalanceError, match=r"below every reachable point: .*the cheapest, [\w.-]+, costs Tok"):
+        build(spec, tmp_path / "run")
+    assert not (tmp_path / "run" / "controller.pt").exists()
+    # trained anyway (a curve's range, or the Python API), the result says it is not met, and where the cheapest is
+    result = train_on(Experiment.open(experiment), spec)[2]
     assert not result.feasible
     assert result.cheapest.tok > 1e-6
     assert result.cheapest.agent_counts == {"1": 4}
