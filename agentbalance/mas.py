@@ -189,6 +189,11 @@ class MAS:
         """Outgoing agents of `agent_id`, in edge order."""
         return self._successors[agent_id]
 
+    def for_query(self, query_id: str | None) -> MAS:
+        """This MAS labelled with a query's id: a copy sharing its agents, edges and order (no graph checks), as a
+        MAS that serves every query is handed out."""
+        return MAS.trusted(self.agents, self.edges, self.decision, order=self._order, query_id=query_id)
+
     def topological_order(self) -> tuple[str, ...]:
         """Agent ids, each after all its predecessors; ties kept in agent order (computed once)."""
         return self._order

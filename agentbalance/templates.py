@@ -20,6 +20,7 @@ from agentbalance.roles import RoleKind, RoleSet
 # LLM-Debate (Du et al., 2023) uses three debaters over two rounds; more debaters would make the debate
 # the costliest baseline by far (every second-round agent reads every first-round answer).
 DEBATERS = 3
+VOTE_SAMPLES = (3, 5)  # the majority votes every menu and the self-consistency baseline sweep
 
 Node = tuple[int, int]  # (role index in the library, debate round)
 Edges = list[tuple[Node, Node]]

@@ -216,8 +216,7 @@ class TrainedController:
         served, delta = self.serving(budget)
         plan = self.plan_for(budget)
         if plan is not None:
-            order = plan.topological_order()
-            return [MAS.trusted(plan.agents, plan.edges, plan.decision, order, query_id) for query_id in query_ids]
+            return [plan.for_query(query_id) for query_id in query_ids]
         condition = budget_condition(served, len(query_ids))
         if delta_shift:
             delta = (self.controller.config.delta if delta is None else delta) + delta_shift

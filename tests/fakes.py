@@ -177,6 +177,16 @@ def cascade_mas(roles: tuple[str, str, str], backbones: tuple[str, str, str], wh
     return MAS(agents, [("a", "d"), ("b", "d")], "d")
 
 
+def fork() -> MAS:
+    """a -> b; a, b -> d: an edge, and a fan-in (three backbones of the shipped catalog)."""
+    agents = [
+        Agent(id="a", role="Knowledgeable Expert", backbone="qwen3-8b"),
+        Agent(id="b", role="Scientist", backbone="qwen3-30b-a3b"),
+        Agent(id="d", role="Decision Maker", backbone="qwen3-235b-a22b"),
+    ]
+    return MAS(agents, [("a", "b"), ("a", "d"), ("b", "d")], "d")
+
+
 def two_agent_chain(first: str, second: str, role: str = "Mathematician") -> MAS:
     """a0 on `first` answers, d on `second` reads it and decides: the smallest MAS with an upstream message."""
     agents = [Agent(id="a0", role=role, backbone=first), Agent(id="d", role=role, backbone=second)]

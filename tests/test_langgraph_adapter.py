@@ -21,10 +21,9 @@ from pydantic import Field
 from agentbalance.adapters.langgraph import StateGraphRunner, Steps, build_graph
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
-from agentbalance.mas import MAS, Agent
 from agentbalance.roles import RoleSet
 from agentbalance.worlds.simulated import SimulatedWorld
-from tests.fakes import cascade_mas
+from tests.fakes import cascade_mas, fork
 
 CATALOG = Catalog.load()
 ROLES = RoleSet.load("general")
@@ -49,15 +48,6 @@ class SayingModel(BaseChatModel):
             raise TimeoutError("no answer in time")
         usage = {"input_tokens": 80, "output_tokens": 12, "total_tokens": 92}
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.text, usage_metadata=usage))])
-
-
-def fork() -> MAS:
-    agents = [
-        Agent(id="a", role="Knowledgeable Expert", backbone="qwen3-8b"),
-        Agent(id="b", role="Scientist", backbone="qwen3-30b-a3b"),
-        Agent(id="d", role="Decision Maker", backbone="qwen3-235b-a22b"),
-    ]
-    return MAS(agents, [("a", "b"), ("a", "d"), ("b", "d")], "d")
 
 
 def never_called() -> Steps:

@@ -79,6 +79,14 @@ def graded_perf(outcomes: Iterable[Outcome]) -> tuple[float, int]:
     return (float(np.mean(graded)) if graded else 0.0), len(graded)
 
 
+def upper_bounds(values: np.ndarray, z: float) -> np.ndarray:
+    """The one-sided upper confidence bound of the mean along the last axis (of one sample, the value itself): the
+    rule every budget is judged by."""
+    n = values.shape[-1]
+    mean = values.mean(axis=-1)
+    return mean + z * values.std(axis=-1, ddof=1) / math.sqrt(n) if n > 1 else mean
+
+
 def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> Evaluation:
     """Means, one-sided upper bounds and the distribution of what was built."""
     n = len(outcomes)
@@ -86,7 +94,7 @@ def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> E
     lat = np.array([o.latency_s for o in outcomes])
 
     def upper(values: np.ndarray) -> float:
-        return float(values.mean() + z * values.std(ddof=1) / math.sqrt(n)) if n > 1 else float(values.mean())
+        return float(upper_bounds(values, z))
 
     perf, n_graded = graded_perf(outcomes)
     backbones: Counter[str] = Counter(agent.backbone for mas in masses for agent in mas.agents)

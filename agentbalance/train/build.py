@@ -20,6 +20,7 @@ import torch
 
 from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
+from agentbalance.evaluation.measure import measure
 from agentbalance.executors import ExecutorSpec
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
@@ -109,23 +110,17 @@ def refuse_unreachable(experiment: Experiment, budget: Budget) -> None:
     whether the upper bound fits.)"""
     if budget.tok is None and budget.lat is None:
         return
-    val = experiment.splits.val
-    alone = [MAS.single(experiment.roles.decision.name, name) for name in experiment.context.backbone_names]
-    outcomes = experiment.execute([(mas, query) for mas in alone for query in val])
-    n = len(val)
-    means = [
-        (mas.agents[0].backbone, 100 * sum(o.cost_usd for o in chunk) / n, sum(o.latency_s for o in chunk) / n)
-        for mas, chunk in zip(alone, (outcomes[i * n : (i + 1) * n] for i in range(len(alone))), strict=True)
-    ]
-    if any(
-        (budget.tok is None or tok <= budget.tok) and (budget.lat is None or lat <= budget.lat) for _, tok, lat in means
-    ):
+    val, names = experiment.splits.val, experiment.context.backbone_names
+    alone = {
+        name: measure(experiment, [MAS.single(experiment.roles.decision.name, name)] * len(val), val) for name in names
+    }
+    if any(evaluation.meets(budget, upper=False) for evaluation in alone.values()):
         return
-    cheapest, fastest = min(means, key=lambda m: m[1]), min(means, key=lambda m: m[2])
+    cheapest, fastest = min(names, key=lambda n: alone[n].tok), min(names, key=lambda n: alone[n].lat)
     raise AgentBalanceError(
         f"budget {budget.describe()} is below every reachable point: no backbone alone meets it on the validation "
-        f"questions (the cheapest, {cheapest[0]}, costs Tok {cheapest[1]:.4g} USD/100 queries; the fastest, "
-        f"{fastest[0]}, takes Lat {fastest[2]:.3g} s), so nothing was trained; raise the budget"
+        f"questions (the cheapest, {cheapest}, costs Tok {alone[cheapest].tok:.4g} USD/100 queries; the fastest, "
+        f"{fastest}, takes Lat {alone[fastest].lat:.3g} s), so nothing was trained; raise the budget"
     )
 
 

@@ -28,18 +28,17 @@ from typing import Any
 import numpy as np
 
 from agentbalance.budgets import Budget
-from agentbalance.evaluation.measure import measure, policy_outcomes, summarise
+from agentbalance.evaluation.measure import measure, policy_outcomes, summarise, upper_bounds
 from agentbalance.mas import MAS
 from agentbalance.query import Query
 from agentbalance.runtime.execution import Outcome
 from agentbalance.splits import Splits
-from agentbalance.templates import vote_mas
+from agentbalance.templates import VOTE_SAMPLES, vote_mas
 from agentbalance.train.anchor import PlanMenu, anchor_templates
 from agentbalance.train.config import TrainResult
 from agentbalance.train.training_run import TrainingRun
 
 GUARD_FOLDS = 5  # folds of the cross-validation that scores the menu's selection
-VOTE_SAMPLES = (3, 5)  # the majority votes of the menu, as the `self-consistency` baseline sweeps them
 
 
 @dataclass(frozen=True)
@@ -73,14 +72,6 @@ class MenuScores:
         perf = graded_means(self.correct[:, columns])
         candidates = np.flatnonzero(fits)
         return int(min(candidates, key=lambda p: (-perf[p], self.tok[p, columns].mean())))
-
-
-def upper_bounds(costs: np.ndarray, z: float) -> np.ndarray:
-    """The one-sided upper bound of each row's mean (`evaluation.measure.summarise`'s rule)."""
-    n = costs.shape[1]
-    if n < 2:
-        return costs.mean(axis=1)
-    return costs.mean(axis=1) + z * costs.std(axis=1, ddof=1) / math.sqrt(n)
 
 
 def graded_means(correct: np.ndarray) -> np.ndarray:

@@ -27,10 +27,9 @@ def base_mas(experiment: Experiment) -> MAS:
 
 def same_mas_for_every_query(mas: MAS) -> Constructor:
     """A constructor that ignores the query: copies of `mas` labelled with each query's id."""
-    order = mas.topological_order()
 
     def construct(queries: Sequence[Query]) -> list[MAS]:
-        return [MAS.trusted(mas.agents, mas.edges, mas.decision, order=order, query_id=q.id) for q in queries]
+        return [mas.for_query(q.id) for q in queries]
 
     return construct
 

@@ -30,9 +30,7 @@ from agentbalance.evaluation.curve_files import AXES
 from agentbalance.evaluation.measure import CONFIDENCE_Z, Evaluation, measure, summarise
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
-from agentbalance.templates import cascade_backbones, cascade_mas, single_mas, vote_mas
-
-VOTE_SAMPLES = (3, 5)  # the self-consistency votes of the menu, as the `self-consistency` baseline sweeps them
+from agentbalance.templates import VOTE_SAMPLES, cascade_backbones, cascade_mas, single_mas, vote_mas
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Constructor
 from agentbalance.evaluation.baselines.fixed import same_mas_for_every_query
 from agentbalance.experiment import Experiment
-from agentbalance.templates import vote_mas
-
-SAMPLES = (3, 5)
+from agentbalance.templates import VOTE_SAMPLES, vote_mas
 
 
 class SelfConsistency:
@@ -26,12 +24,12 @@ class SelfConsistency:
     def settings(self, experiment: Experiment, points: int) -> list[str]:
         if points < 1:
             raise AgentBalanceError(f"--points must be at least 1, got {points}")
-        return [f"{backbone} x{k}" for backbone in experiment.world.catalog.names for k in SAMPLES]
+        return [f"{backbone} x{k}" for backbone in experiment.world.catalog.names for k in VOTE_SAMPLES]
 
     def fit(self, experiment: Experiment, setting: str) -> Constructor:
         if setting not in self.settings(experiment, 1):
             raise AgentBalanceError(
-                f"{self.name}: unknown setting {setting!r} (expected 'BACKBONE xK', K in {SAMPLES})"
+                f"{self.name}: unknown setting {setting!r} (expected 'BACKBONE xK', K in {VOTE_SAMPLES})"
             )
         backbone, samples = setting.rsplit(" x", 1)
         return same_mas_for_every_query(vote_mas(experiment.roles, backbone, int(samples)))
