@@ -40,6 +40,8 @@ def run(world: str, spec: str, seeds: str, args: argparse.Namespace, out: Path) 
                "--out", str(folder)]  # fmt: skip
     if args.address:
         command += ["--address", args.address]
+    if args.menu_guard:
+        command += ["--menu-guard"]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -78,6 +80,7 @@ def main() -> None:
     parser.add_argument("--name", default="curves")
     parser.add_argument("--executor", default="local", choices=("local", "ray"), help="where the units run")
     parser.add_argument("--address", default=None, help="--executor ray: an existing Ray cluster's HOST:PORT")
+    parser.add_argument("--menu-guard", action="store_true", help="agentbalance with the menu guard (docs/curves.md)")
     args = parser.parse_args()
     runs: list[dict] = []
     aggregate: dict[str, dict] = {}  # world -> method -> metric -> {mean, min, max, n} over the seeds
