@@ -21,7 +21,7 @@ from agentbalance.worlds.simulated.questions import generate_synthetic
 
 CATALOG = Catalog.load()
 LIBRARIES = {domain: RoleSet.load(domain) for domain in DOMAINS}
-STATS = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "replay_stats.json"
+STATS = Path(__file__).resolve().parent.parent / "benchmarks" / "studies" / "results" / "replay_stats.json"
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ cascade table of issue #18: per world, the best backbone alone and a named casca
 samples of one backbone, and the decision role on a stronger backbone, asked only when they disagree), with
 Perf, Tok (USD per 100 queries) and the escalation rate, on all recorded questions (no split: nothing is
 trained here). Worlds absent from the data folder are skipped.
-Run: .venv/bin/python benchmarks/cascades.py   (writes benchmarks/results/cascades.json)
+Run: .venv/bin/python benchmarks/studies/cascades.py   (writes benchmarks/studies/results/cascades.json)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from agentbalance.runtime.rollout import execute
 from agentbalance.templates import cascade_mas, single_mas
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 # world -> the cascade of the issue's table: (first answerer, second answerer), escalation backbone
 CASCADES: dict[str, tuple[tuple[str, str], str]] = {
@@ -86,7 +86,7 @@ def main() -> None:
             continue
         names.append(name)
     rows = map_in_order(ExecutorSpec(args.executor, args.address), world_of, names)
-    report = {"command": "python benchmarks/cascades.py " + " ".join(sys.argv[1:]), "worlds": rows}
+    report = {"command": "python benchmarks/studies/cascades.py " + " ".join(sys.argv[1:]), "worlds": rows}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "cascades.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 

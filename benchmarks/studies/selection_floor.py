@@ -9,7 +9,7 @@ of the eight gain budgets, the backbone with the best Perf on the training and v
 those whose upper cost bound there fits the budget (the anchored start's rule for a template alone), scored
 on test; its points' frontier against the test frontier, by the same rule as `gain_log_tok`. Nothing is
 trained. Worlds absent from the data folder are skipped.
-Run: .venv/bin/python benchmarks/selection_floor.py   (writes benchmarks/results/selection_floor.json)
+Run: .venv/bin/python benchmarks/studies/selection_floor.py   (writes benchmarks/studies/results/selection_floor.json)
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def main() -> None:
             "worst_budget_seed_mean": round(float(per_budget.min()), 2),
         }
         print(f"{world}: gain_log_tok {np.mean(gains):+.2f} (seeds {gains}); worst budget {per_budget.min():+.1f}")
-    command = f"python benchmarks/selection_floor.py --worlds {args.worlds} --seeds {args.seeds}"
+    command = f"python benchmarks/studies/selection_floor.py --worlds {args.worlds} --seeds {args.seeds}"
     (RESULTS / "selection_floor.json").write_text(json.dumps({"command": command, "worlds": worlds}, indent=2) + "\n")
 
 

@@ -23,7 +23,7 @@ nothing trained and every choice made on the training and validation questions,
 Accuracy on test × 100 at the loosest budget (both backbones fit), mean over seeds; seeds 0-9 by default
 (the six worlds took about 7 minutes on 2 cores, most of it opening each world and seed as `curve` does).
 Worlds absent from the data folder are skipped.
-Run: .venv/bin/python benchmarks/topic_routing.py   (writes benchmarks/results/topic_routing.json)
+Run: .venv/bin/python benchmarks/studies/topic_routing.py   (writes benchmarks/studies/results/topic_routing.json)
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def main() -> None:
         runs = {str(seed): routing_of(experiment, seed) for seed, experiment in experiments}
         worlds[world] = {"summary": summary(runs), "seeds": runs}
         print(world, json.dumps(worlds[world]["summary"]))  # type: ignore[index]
-    command = f"python benchmarks/topic_routing.py --worlds {args.worlds} --seeds {args.seeds}"
+    command = f"python benchmarks/studies/topic_routing.py --worlds {args.worlds} --seeds {args.seeds}"
     (RESULTS / "topic_routing.json").write_text(json.dumps({"command": command, "worlds": worlds}, indent=2) + "\n")
 
 

@@ -1,8 +1,9 @@
 """Measure the simulated world against the real recordings: calibration, error correlation, vote gain,
 reasoning gain by difficulty, token multiplier, role fit, misleading and repair.
 
-Run: .venv/bin/python benchmarks/simulated_world_realism.py  (writes benchmarks/results/simulated_world_realism.json;
-the real-side numbers come from benchmarks/results/replay_stats.json)
+Run: .venv/bin/python benchmarks/studies/simulated_world_realism.py
+(writes benchmarks/studies/results/simulated_world_realism.json; the real-side numbers come from
+benchmarks/studies/results/replay_stats.json)
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ def main() -> None:
     real = json.loads((RESULTS / "replay_stats.json").read_text())["worlds"]
     mmlu_pro, gsm8k = real["mmlu-pro-dev"], real["gsm8k-reasoning-dev"]
     result = {
-        "command": "python benchmarks/simulated_world_realism.py",
+        "command": "python benchmarks/studies/simulated_world_realism.py",
         "setting": "catalog pools/qwen3-deepseek.yaml, world seed 0, 2,000 synthetic items a domain (seed 7)",
         "calibration": calibration(world, items, roles),
         "general_domain_vs_mmlu_pro": {

@@ -1,6 +1,7 @@
-"""What the benchmarks over the development worlds share: where the replay worlds and the results live, the
-replay worlds' names, and one world's experiments per seed (the splits of `curve`). The replay worlds are not
-in the repository; a world absent from the data folder is reported and skipped, never required."""
+"""What the studies over the development worlds share: where the replay worlds and the results live (the
+studies' own, and the benchmarks' in benchmarks/results/), the replay worlds' names, and one world's experiments
+per seed (the splits of `curve`). The replay worlds are not in the repository; a world absent from the data folder
+is reported and skipped, never required."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 from agentbalance.experiment import Experiment, ExperimentSpec
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+BENCHMARK_RESULTS = Path(__file__).resolve().parents[1] / "results"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 REPLAY_WORLDS = (
     "mmlu-pro-dev",
     "gsm8k-reasoning-dev",

@@ -14,7 +14,7 @@ Two what-ifs, choices a user could make, scored the same way:
 * `margin_K`: a plan with more than one agent is kept only where its measured Perf beats the best single-backbone
   plan that fits by K of its standard errors, else that plan (a guard against the winner's curse: the menu holds
   hundreds of multi-agent templates against a few dozen single-backbone ones).
-Run: .venv/bin/python benchmarks/anchored_plans.py [--worlds sim,mmlu-pro-dev,...] [--seeds 0,1,2]
+Run: .venv/bin/python benchmarks/studies/anchored_plans.py [--worlds sim,mmlu-pro-dev,...] [--seeds 0,1,2]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from dev_worlds import REPLAY_WORLDS, RESULTS, sweep, sweep_arguments
+from dev_worlds import BENCHMARK_RESULTS, REPLAY_WORLDS, RESULTS, sweep, sweep_arguments
 
 from agentbalance.budgets import Budget
 from agentbalance.evaluation.baselines.fixed import base_mas
@@ -125,7 +125,7 @@ def plans_on_test(experiment: Experiment) -> dict[str, Any]:
 
 def benchmark_gains(world: str) -> list[float] | None:
     """Each seed's `agentbalance` gain_log_tok in the committed adaptive-W.json, if there is one."""
-    path = RESULTS / f"adaptive-{world}.json"
+    path = BENCHMARK_RESULTS / f"adaptive-{world}.json"
     if not path.is_file():
         return None
     runs = json.loads(path.read_text())["runs"]
@@ -141,7 +141,7 @@ def main() -> None:
         worlds[world] = {"gain_log_tok_mean": means, "benchmark_agentbalance_by_seed": benchmark_gains(world)}
         worlds[world]["seeds"] = runs
         print(f"{world}: " + ", ".join(f"{name} {gain:+.2f}" for name, gain in means.items()), flush=True)
-    command = f"python benchmarks/anchored_plans.py --worlds {args.worlds} --seeds {args.seeds}"
+    command = f"python benchmarks/studies/anchored_plans.py --worlds {args.worlds} --seeds {args.seeds}"
     overall = {name: round(float(np.mean([w["gain_log_tok_mean"][name] for w in worlds.values()])), 3)
                for name in rules()}  # fmt: skip
     report = {"command": command, "mean_over_worlds": overall, "worlds": worlds}

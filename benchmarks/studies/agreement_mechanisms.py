@@ -13,7 +13,8 @@ wrong-answer model (docs/simulated-world.md, "Why answers agree"). Read-only on 
   (`params_total_b`: the same size in one family, or in two point releases of one, "llama-3" and "llama-3.1", is in
   all likelihood one pretrained model) and by `instruct`; and the fit of the simulator's checkpoint model (a base
   model keeps all of its checkpoint's idiosyncrasy, a tuned one a share h_t) to those pairs.
-Run: .venv/bin/python benchmarks/agreement_mechanisms.py   (writes benchmarks/results/agreement_mechanisms.json)
+Run: .venv/bin/python benchmarks/studies/agreement_mechanisms.py
+(writes benchmarks/studies/results/agreement_mechanisms.json)
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from agentbalance.catalog import Backbone, Catalog
 from agentbalance.worlds.simulated import relation
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 WORLDS = ("mmlu-pro-dev", "routerbench-arc-challenge", "routerbench-winograde", "gsm8k-reasoning-dev", "date-mot-dev")
 FAMILY_WORLDS = (*WORLDS, "routerbench-mbpp")  # code: correctness only, no answers to compare
 MATCH_WINDOW = 0.03  # a control pair's lower and higher accuracies are each within this of the family pair's
@@ -355,7 +356,7 @@ def main() -> None:
         print(world, json.dumps(entry)[:400], flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = {
-        "command": "python benchmarks/agreement_mechanisms.py",
+        "command": "python benchmarks/studies/agreement_mechanisms.py",
         "worlds": worlds,
         "family": {
             "what": "same-family pairs against different-family ones: phi of errors; latent = correlation of the solve "

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 OUT = Path(__file__).resolve().parent / "results" / "replay_stats.json"
 
@@ -431,7 +431,9 @@ def print_gsm8k(s: dict[str, Any]) -> None:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="replay worlds folder (default ../shared/data)")
-    parser.add_argument("--out", type=Path, default=OUT, help="JSON output (default results/replay_stats.json)")
+    parser.add_argument(
+        "--out", type=Path, default=OUT, help="JSON output (default benchmarks/studies/results/replay_stats.json)"
+    )
     return parser.parse_args(argv)
 
 
@@ -451,7 +453,7 @@ def main(argv: list[str] | None = None) -> None:
         print_gsm8k(worlds[name]) if name == GSM8K_WORLD else print_mcq(name, worlds[name])
     if all("skipped" in w for w in worlds.values()):
         sys.exit(f"replay_stats: no replay world found in {args.data}")
-    payload = {"command": shlex.join(["python", "benchmarks/replay_stats.py", *argv]), "worlds": worlds}
+    payload = {"command": shlex.join(["python", "benchmarks/studies/replay_stats.py", *argv]), "worlds": worlds}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(clean(payload), indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {args.out}")

@@ -17,7 +17,8 @@ The targets are judged on `models.yaml` as it is. Two facts of the recordings ar
 (per world seed and their mean) also show the simulator given each: every backbone's recorded share of wrong answers
 without a readable letter (`unanswered_share`, 0-38%: how its outputs were parsed), and its recorded accuracy on these
 questions (a published score is measured on all of MMLU-Pro, where every model scores lower).
-Run: .venv/bin/python benchmarks/agreement_realism.py   (writes benchmarks/results/agreement_realism.json)
+Run: .venv/bin/python benchmarks/studies/agreement_realism.py
+(writes benchmarks/studies/results/agreement_realism.json)
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from agentbalance.worlds.replay import ReplayWorld
 from agentbalance.worlds.simulated import relation
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 ROLE = "Knowledgeable Expert"
 Table = dict[str, tuple[list[str | None], list[bool]]]
 
@@ -252,7 +253,7 @@ def main() -> None:
     for result in details.values():
         del result["pairs"], result["real"]
     report = {
-        "command": "python benchmarks/agreement_realism.py " + " ".join(sys.argv[1:]),
+        "command": "python benchmarks/studies/agreement_realism.py " + " ".join(sys.argv[1:]),
         "targets": "mean abs difference <= 3 points and max <= 8, for both quantities (issue #19)",
         "setting": "mmlu-pro-dev: 25 backbones, its models.yaml, its 5,659 questions on both sides; world seeds "
         f"{args.seeds} (pairs and details at seed {seeds[0]}); role {ROLE!r}",
