@@ -58,27 +58,39 @@ def plot_pools(result: PoolingResult, path: Path, title: str = "") -> None:
     save_figure(figure, path, dpi=130)
 
 
-def plot_training(history: list[dict[str, float]], budget: object, path: Path) -> None:
-    """Validation Perf, Tok and Lat per epoch, with the budgets as dashed lines."""
+def plot_training(
+    history: list[dict[str, float]],
+    budget: object,
+    path: Path,
+    kept: tuple[int | None, dict[str, float]] | None = None,
+    title: str = "",
+) -> None:
+    """Validation Perf (%), Tok and Lat per epoch of one training run, with the budgets as dashed lines; `kept`
+    (the epoch kept, 0 for the anchored start, and its validation Perf/Tok/Lat after calibration) is a star, so a
+    reader sees which weights the controller holds and that they need not be the last epoch's."""
     epochs = [row["epoch"] for row in history]
-    figure, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    figure, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     panels = [
-        ("val_perf", "Perf (validation)", None),
-        ("val_tok", "Tok, USD / 100 queries", getattr(budget, "tok", None)),
-        ("val_lat", "Lat, s / query", getattr(budget, "lat", None)),
+        ("val_perf", "Perf (validation, %)", None, 100.0),
+        ("val_tok", "Tok, USD / 100 queries", getattr(budget, "tok", None), 1.0),
+        ("val_lat", "Lat, s / query", getattr(budget, "lat", None), 1.0),
     ]
-    for axis, (key, label, limit) in zip(axes, panels, strict=True):
-        axis.plot(epochs, [row[key] for row in history], marker="o", markersize=3)
+    for axis, (key, label, limit, scale) in zip(axes, panels, strict=True):
+        axis.plot(epochs, [scale * row[key] for row in history], marker="o", markersize=3, label="each epoch")
         upper = f"{key}_upper"
         if history and upper in history[0]:
-            axis.plot(epochs, [row[upper] for row in history], linestyle=":", label="upper bound")
+            axis.plot(epochs, [scale * row[upper] for row in history], linestyle=":", label="upper bound")
         if limit is not None:
             axis.axhline(limit, color="red", linestyle="--", label="budget")
+        if kept is not None and kept[0] is not None:
+            axis.plot([kept[0]], [scale * kept[1][key.removeprefix("val_")]], marker="*", markersize=13,
+                      color="black", linestyle="none", label="kept (δ calibrated)", zorder=4)  # fmt: skip
         axis.set_title(label)
-        axis.set_xlabel("epoch")
+        axis.set_xlabel("epoch (0: the anchored start)" if kept is not None and kept[0] == 0 else "epoch")
         axis.grid(True, alpha=0.3)
-        if limit is not None:
-            axis.legend(fontsize=7)
+        axis.legend(fontsize=7)
+    if title:
+        figure.suptitle(title, fontsize=10)
     save_figure(figure, path, dpi=110)
 
 

@@ -450,6 +450,8 @@ def test_a_build_that_learns_nothing_keeps_the_anchored_start(
     spec = BuildSpec(budget=budget, train=TrainConfig(epochs=2, learning_rate=0.0), restarts=2)
     _, _, result = train_on(_replaying(small_experiment, template_outcomes), spec)
     assert result.anchored
+    assert (result.kept_run, result.kept_epoch) == (1, 0)
+    assert result.describe_kept(2).startswith("kept: the anchored start of run 1 of 2")
     assert 0 < result.anchor_margin <= 0.5 / len(val) ** 0.5
     best = _best_fitting_template(measured_templates, budget)
     template = measure(small_experiment, [best] * len(val), val)

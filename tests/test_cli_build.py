@@ -47,6 +47,7 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "build", "--budget-tok", "0.5", "--budget-lat", "60", *SMALL, "--out", str(folder / "run"), "--json", cwd=folder
     )
     assert done.returncode == 0, done.stderr
+    assert "kept: " in done.stderr and " of 1" in done.stderr, "the progress says which run and epoch were kept"
     result = json.loads(done.stdout)
     keys = {
         "perf",
@@ -73,6 +74,8 @@ def test_build_writes_a_complete_run_folder(run_folder: Path) -> None:
     metrics = json.loads((run_folder / "metrics.json").read_text())
     assert {"val", "test", "history", "feasible", "cheapest"} <= set(metrics)
     assert len(metrics["history"]) == 2
+    # which weights the controller holds: a run of the build and an epoch of it (0: the anchored start)
+    assert metrics["kept_run"] >= 1 and 0 <= metrics["kept_epoch"] <= 2
     assert metrics["test"]["tok"] <= 0.5 or not metrics["feasible"]
 
 

@@ -156,7 +156,7 @@ def build(
             )
 
         built = run_build(spec, folder, on_stage=on_stage, on_epoch=on_epoch, executor=executor_spec)
-        progress.update(stage, description="done", total=1, completed=1)
+        progress.update(stage, description=f"done; {built.result.describe_kept(restarts)}", total=1, completed=1)
     if built.trained_elsewhere:
         console.print(built.trained_elsewhere, highlight=False)
     used = tuple(len(built.splits.get(name)) for name in ("train", "val", "test"))

@@ -101,6 +101,7 @@ class Snapshot:
     # the anchored start's evaluations with its cost measured on the training and validation questions,
     # which the final choice judges it by (`anchor.judged_with_known_cost`); None: `evaluations`
     judged: list[Evaluation] | None = None
+    epoch: int = 0  # the training epoch that ended with these weights (1-based); 0: the anchored start
 
     def judged_evaluations(self) -> list[Evaluation]:
         """What the final choice ranks this candidate by, at each target."""
@@ -164,7 +165,7 @@ def delta_range(run: TrainingRun, val: Sequence[Query], target: int = -1) -> tup
 
 def calibrate_candidates(
     run: TrainingRun, val: Sequence[Query], snapshots: Sequence[Snapshot], anchored: Snapshot | None, margin: float
-) -> tuple[list[Calibrated], bool, tuple[int, float]]:
+) -> tuple[list[Calibrated], int, tuple[int, float]]:
     """Which epoch to keep is decided after calibration, not before: an epoch a little over budget at
     the trained delta often beats every feasible one once delta is calibrated. The candidates: the
     anchored start (if any), the best epoch as trained, and the epochs of the highest mean validation
@@ -172,8 +173,9 @@ def calibrate_candidates(
     imitated) and the one meeting the most budgets with the best mean Perf wins (validation only; the
     anchored start by the one-standard-error rule with `margin`, `selection_key`), each at its best delta.
     Under budget targeting the winner then spends its slack (`spend_slack`). Leaves the controller with
-    the winner's weights; returns the calibrated (feasible, evaluation, delta) per target, whether the
-    winner is the anchored start, and its `budget_score` (at the best deltas: restarts compare it)."""
+    the winner's weights; returns the calibrated (feasible, evaluation, delta) per target, the winner's epoch
+    (0: the anchored start, or an epoch that behaves exactly like it), and its `budget_score` (at the best
+    deltas: restarts compare it)."""
 
     def is_anchored(snapshot: Snapshot) -> bool:
         """The anchored start, or an epoch that behaves exactly like it on validation (training left it be)."""
@@ -216,4 +218,4 @@ def calibrate_candidates(
         ]
     else:  # a trade-off fixed by hand: its best delta, as ranked
         results = [best_delta(run, sweep, target) for target, sweep in enumerate(sweeps)]
-    return results, is_anchored(winner), score
+    return results, 0 if is_anchored(winner) else winner.epoch, score

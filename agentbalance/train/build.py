@@ -99,7 +99,9 @@ def build(
         save_run(out, controller, config, metrics)
     from agentbalance.plots import plot_training
 
-    plot_training(result.history, spec.budget, out / "training.png")
+    kept = (result.kept_epoch, {"perf": result.val.perf, "tok": result.val.tok, "lat": result.val.lat})
+    title = f"validation per epoch of run {result.kept_run} of {spec.restarts}; {result.describe_kept(spec.restarts)}"
+    plot_training(result.history, spec.budget, out / "training.png", kept, title)
     return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored, elsewhere)
 
 
@@ -178,6 +180,7 @@ def train_on(
             controller, trainer, result = train_restart(experiment, spec, restart, on_stage, on_epoch)
             if checkpoints is not None:
                 checkpoints.save(restart, controller, result)
+        result.kept_run = restart + 1
         margin = max(margin, result.anchor_margin)
         if trainer.anchored is not None:
             menu = trainer.anchored.menu
@@ -317,7 +320,9 @@ def run_documents(
         "difficulty_estimator_test": result.difficulty,
         "budget_points": result.points,
         "menu_guard": result.guard,
-        "history": result.history,
+        "history": result.history,  # the kept run's epochs
+        "kept_run": result.kept_run,  # the training run (restart) kept, 1-based
+        "kept_epoch": result.kept_epoch,  # its epoch whose weights are kept; 0: the anchored start
         "seconds": round(seconds, 1),
     }
     return config, metrics

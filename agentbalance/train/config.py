@@ -64,6 +64,8 @@ class TrainResult:
     points: list[dict[str, object]] = field(default_factory=list)  # budget-conditioned: each grid budget
     score: tuple[int, float] = (0, 0.0)  # `budget_score` on validation at the best deltas: restarts compare it
     anchored: bool = False  # the weights kept are the anchored start itself (no REINFORCE epoch beat it)
+    kept_epoch: int | None = None  # the epoch whose weights are kept (1-based; 0: the anchored start; None: unknown)
+    kept_run: int = 1  # the training run (restart, 1-based) kept, the best of the build's runs on validation
     anchor_margin: float = 0.0  # what a trained policy must win by on validation to replace the anchored start
     # the anchored start kept: what its budget was judged by (Perf on validation, cost on the training and
     # validation questions, `anchor.judged_with_known_cost`); `val` is then what it does on validation alone
@@ -72,6 +74,13 @@ class TrainResult:
     # policy (a MAS's JSON; None: the policy), and what the choice stood on
     plans: list[dict[str, Any] | None] = field(default_factory=list)
     guard: list[dict[str, Any]] = field(default_factory=list)
+
+    def describe_kept(self, runs: int) -> str:
+        """Which weights the controller holds, in words: the run (of `runs`) and the epoch kept."""
+        if self.kept_epoch == 0:
+            return f"kept: the anchored start of run {self.kept_run} of {runs} (no trained epoch beat it on validation)"
+        epoch = f", epoch {self.kept_epoch} of {len(self.history)}" if self.kept_epoch is not None else ""
+        return f"kept: run {self.kept_run} of {runs}{epoch} (the best on validation)"
 
     def to_json(self) -> dict[str, object]:
         document = asdict(self)
@@ -94,6 +103,8 @@ class TrainResult:
             points=list(document["points"]),
             score=(int(document["score"][0]), float(document["score"][1])),
             anchored=bool(document["anchored"]),
+            kept_epoch=document.get("kept_epoch"),
+            kept_run=int(document.get("kept_run", 1)),
             anchor_margin=float(document["anchor_margin"]),
             judged=Evaluation(**document["judged"]) if document.get("judged") is not None else None,
             plans=list(document.get("plans", [])),

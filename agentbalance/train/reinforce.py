@@ -136,11 +136,11 @@ class Trainer:
             history.append(record)
             if on_epoch is not None:
                 on_epoch(epoch, record)
-            snapshots.append(Snapshot(key, copy.deepcopy(self.controller.state_dict()), evaluations))
+            snapshots.append(Snapshot(key, copy.deepcopy(self.controller.state_dict()), evaluations, epoch=epoch + 1))
             for target, evaluation in enumerate(evaluations):
                 self.duals.update(evaluation, target)
         start = self.anchored
-        calibrated, anchored, score = calibrate_candidates(
+        calibrated, kept_epoch, score = calibrate_candidates(
             run,
             val,
             snapshots,
@@ -150,7 +150,7 @@ class Trainer:
         run.deltas = [delta for _, _, delta in calibrated]
         if run.budget_range is None:
             self.controller.config = dataclasses.replace(self.controller.config, delta=run.deltas[0])
-        return self._result(calibrated, val, test, history, score, anchored)
+        return self._result(calibrated, val, test, history, score, kept_epoch)
 
     def _record(self, epoch: int, rewards: Sequence[float], val_eval: Evaluation) -> dict[str, float]:
         """One line of the training history: the epoch's mean reward, validation results and lambdas."""
@@ -174,10 +174,11 @@ class Trainer:
         test: Sequence[Query],
         history: list[dict[str, float]],
         score: tuple[int, float],
-        anchored: bool,
+        kept_epoch: int,
     ) -> TrainResult:
-        """The report of the kept weights: validation as calibrated, then (only now) the test split."""
-        run = self.run
+        """The report of the kept weights (those of `kept_epoch`; 0: the anchored start): validation as
+        calibrated, then (only now) the test split."""
+        run, anchored = self.run, kept_epoch == 0
         feasible, judged, _ = calibrated[-1]
         # the anchored start is judged by its cost on the training and validation questions; what it does on
         # validation alone is reported as validation, so `evaluate --split val` reproduces it
@@ -215,6 +216,7 @@ class Trainer:
             points=points,
             score=score,
             anchored=anchored,
+            kept_epoch=kept_epoch,
             anchor_margin=self.anchored.margin if self.anchored is not None else 0.0,
             judged=judged if anchored else None,
         )
