@@ -72,7 +72,7 @@ test-real: $(LOCAL_STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/ruff check agentbalance tests benchmarks examples
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow and not real_server and not ray"
 
 lint: $(STAMP)
 	$(BIN)/ruff check agentbalance tests benchmarks examples

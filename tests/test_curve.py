@@ -29,29 +29,30 @@ def rows_of(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+SWEEP = (*SEEDS_SWEEP, "--seed", "1")  # the one-seed sweep of the `seeds_sweep` fixture: 2 points, 8 test questions
+
+
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("curve")
-    done = agentbalance(
-        "curve", "--methods", "agentbalance,single,star,random", "--points", "3", *SMALL,
-        "--out", str(folder / "out"), cwd=folder,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return folder / "out"
+def sweep(seeds_sweep: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the session's one-seed sweep (`curve` with agentbalance, single and star), which these tests
+    may damage and resume."""
+    out = tmp_path_factory.mktemp("curve") / "out"
+    shutil.copytree(seeds_sweep / "single-seed-1", out)
+    return out
 
 
 def test_a_sweep_writes_points_summary_and_plots(sweep: Path) -> None:
     points = rows_of(sweep / "curve.csv")
     assert list(points[0]) == ["method", "setting", "perf", "tok", "lat", "n"]
     methods = [row["method"] for row in points]
-    assert methods.count("base") == 1 and methods.count("agentbalance") == 6 and methods.count("star") >= 3
-    assert sum(row["setting"].startswith("tok:") for row in points) == 3  # agentbalance: --points per axis
+    assert methods.count("base") == 1 and methods.count("agentbalance") == 4 and methods.count("star") >= 2
+    assert sum(row["setting"].startswith("tok:") for row in points) == 2  # agentbalance: --points per axis
     assert methods.count("single") == CATALOG_SIZE  # every backbone alone, not only the Pareto-kept ones
     for row in points:
         assert 0 <= float(row["perf"]) <= 1 and float(row["tok"]) > 0 and float(row["lat"]) > 0
-        assert int(row["n"]) == 16
+        assert int(row["n"]) == 8
     summary = rows_of(sweep / "summary.csv")
-    assert [row["method"] for row in summary] == ["agentbalance", "single", "star", "random"]
+    assert [row["method"] for row in summary] == ["agentbalance", "single", "star"]
     assert list(summary[0]) == ["method", *SUMMARY_COLUMNS]
     assert all(math.isfinite(float(row[c])) for row in summary for c in SUMMARY_COLUMNS)
     assert list(summary[0])[-2:] == list(GAIN_COLUMNS)
@@ -65,12 +66,9 @@ def test_a_rerun_resumes_and_finishes_with_the_same_points(sweep: Path, tmp_path
     before = rows_of(sweep / "curve.csv")
     kept = [row_of(r) for r in before[:-4]]
     write_curve(sweep / "curve.csv", kept)  # as if the sweep had been killed four points before the end
-    done = agentbalance(
-        "curve", "--methods", "agentbalance,single,star,random", "--points", "3", *SMALL,
-        "--out", str(sweep), cwd=tmp_path,
-    )  # fmt: skip
+    done = agentbalance(*SWEEP, "--out", str(sweep), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"{len(before) - 4} points resumed" in done.stdout.replace("\n", " ")  # the base MAS's among them
+    assert f"{len(before) - 4} points resumed" in " ".join(done.stdout.split())  # the base MAS's among them
     assert rows_of(sweep / "curve.csv") == before
 
 
@@ -79,9 +77,10 @@ def test_a_rerun_with_fewer_methods_keeps_the_others_in_the_summary(sweep: Path,
     (after the methods asked), rather than a rerun of one method erasing the rest."""
     out = tmp_path / "out"
     shutil.copytree(sweep, out)
-    done = agentbalance("curve", "--methods", "star", "--points", "3", *SMALL, "--out", str(out), cwd=tmp_path)
+    star_only = [*SWEEP[:2], "star", *SWEEP[3:]]  # `--methods star`, the sweep's other options
+    done = agentbalance(*star_only, "--out", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert [row["method"] for row in rows_of(out / "summary.csv")] == ["star", "agentbalance", "random"]
+    assert [row["method"] for row in rows_of(out / "summary.csv")] == ["star", "agentbalance"]
     assert rows_of(out / "summary.csv")[1] == rows_of(sweep / "summary.csv")[0]  # agentbalance's, unchanged
 
 
@@ -100,7 +99,7 @@ def test_the_single_llm_reference_is_measured_even_when_not_requested(tmp_path: 
     write_curve(out / "curve.csv", [row_of(r) for r in points if r["method"] != "single"])
     rerun = agentbalance("curve", "--methods", "star", "--points", "3", *SMALL, "--out", str(out), cwd=tmp_path)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"{len(points) - CATALOG_SIZE} points resumed" in rerun.stdout.replace("\n", " ")  # base and star
+    assert f"{len(points) - CATALOG_SIZE} points resumed" in " ".join(rerun.stdout.split())  # base and star
     assert rows_of(out / "curve.csv") == points  # the same values, in the same order (the reference last)
     assert rows_of(out / "summary.csv") == [star]
 
@@ -110,8 +109,7 @@ def row_of(r: dict[str, str]) -> CurveRow:
 
 
 def test_a_folder_of_another_sweep_is_refused(sweep: Path, tmp_path: Path) -> None:
-    done = agentbalance("curve", "--methods", "single", "--points", "3", "--seed", "7", *SMALL,
-                        "--out", str(sweep), cwd=tmp_path)  # fmt: skip
+    done = agentbalance(*SEEDS_SWEEP, "--seed", "7", "--out", str(sweep), cwd=tmp_path)
     one_error_line(done, "another configuration (differs in seed)")
 
 
