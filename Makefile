@@ -15,6 +15,9 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 TORCH_PIP_ARGS ?=
 STAMP := $(VENV)/.agentbalance-installed
+# The suite runs on every core (pytest-xdist): a test file per worker, so that its module fixtures are built
+# once, and the files sharing a session build on one worker (tests/conftest.py); PARALLEL= runs it in one process.
+PARALLEL ?= -n auto --dist loadgroup
 
 LOCAL_STAMP := $(VENV)/.agentbalance-local-installed
 # llama-cpp-python's portable build and the folder that keeps its wheels (.ci/llama-cpp-wheel.sh).
@@ -60,7 +63,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check agentbalance tests benchmarks examples
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PARALLEL)
 
 # The Ray tests: a real local Ray and a real `ray start --head` cluster (docs/cluster.md).
 test-ray: $(STAMP)
@@ -72,7 +75,7 @@ test-real: $(LOCAL_STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/ruff check agentbalance tests benchmarks examples
-	$(BIN)/python -m pytest -q -m "not slow and not real_server and not ray"
+	$(BIN)/python -m pytest -q -m "not slow and not real_server and not ray" $(PARALLEL)
 
 lint: $(STAMP)
 	$(BIN)/ruff check agentbalance tests benchmarks examples
