@@ -11,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.pooling import PoolingResult
@@ -87,6 +88,7 @@ def plot_training(
                       color="black", linestyle="none", label="kept (δ calibrated)", zorder=4)  # fmt: skip
         axis.set_title(label)
         axis.set_xlabel("epoch (0: the anchored start)" if kept is not None and kept[0] == 0 else "epoch")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize=7)
     if title:

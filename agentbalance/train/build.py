@@ -100,7 +100,7 @@ def build(
     from agentbalance.plots import plot_training
 
     kept = (result.kept_epoch, {"perf": result.val.perf, "tok": result.val.tok, "lat": result.val.lat})
-    title = f"validation per epoch of run {result.kept_run} of {spec.restarts}; {result.describe_kept(spec.restarts)}"
+    title = f"validation per epoch of the run kept; {result.describe_kept(spec.restarts)}"
     plot_training(result.history, spec.budget, out / "training.png", kept, title)
     return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored, elsewhere)
 
