@@ -12,6 +12,7 @@ import pytest
 from agentbalance.catalog import Catalog
 from agentbalance.evaluation.ours import AgentBalanceMethod
 from agentbalance.experiment import Experiment, ExperimentSpec
+from agentbalance.worlds.replay import ReplayWorld
 from tests.conftest import agentbalance, write_math_questions
 from tests.loopback_server import Fault, LoopbackServer
 
@@ -161,6 +162,20 @@ def test_record_writes_a_replay_world_that_run_can_replay(tmp_path: Path) -> Non
     )
     assert replayed.returncode == 0, replayed.stderr
     assert len(replayed.stdout.splitlines()) == 4
+
+
+def test_record_stops_at_its_spend_cap_and_writes_the_questions_every_backbone_answered(tmp_path: Path) -> None:
+    command = ["record", "--world", "sim", "--task", "synthetic-math", "--limit", "12", "--concurrency", "1"]
+    done = agentbalance(*command, "--out", "world", "--max-usd-total", "0.2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "stopped at the spend cap (--max-usd-total 0.2)" in said and "rerun this command with a larger" in said
+    kept = len((tmp_path / "world" / "questions.jsonl").read_text().splitlines())
+    assert 0 < kept < 12 and f"kept the {kept} of 12 questions" in said
+    assert ReplayWorld.load(tmp_path / "world").describe()["questions"] == kept
+    nothing = agentbalance(*command, "--out", "none", "--max-usd-total", "0.000001", cwd=tmp_path)
+    one_error_line(nothing, "nothing was written; raise --max-usd-total")
+    assert not (tmp_path / "none").exists()
 
 
 def test_record_keeps_a_measured_unanswered_share_in_the_models_yaml_it_writes(tmp_path: Path) -> None:

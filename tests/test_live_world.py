@@ -559,7 +559,7 @@ def test_record_writes_a_replay_world_that_loads_with_measured_latency(
     world = live(catalog, server, tmp_path / "cache", max_retries=1)
     out = tmp_path / "recorded"
     seen: list[tuple[int, int]] = []
-    summary = asyncio.run(record(world, task, out, concurrency=4, progress=lambda d, t: seen.append((d, t))))
+    summary = asyncio.run(record(world, task, out, concurrency=4, progress=lambda d, t, paid: seen.append((d, t))))
 
     assert (summary.questions, summary.backbones, summary.calls, summary.failures) == (4, 3, 12, 4)
     assert summary.failures_by_backbone == {"tiny": 0, "think": 0, "mid": 4}
@@ -605,3 +605,42 @@ def test_record_stops_on_a_user_error_and_writes_nothing(
     with pytest.raises(AgentBalanceError, match=r"HTTP 401"):
         asyncio.run(record(world, task, tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+
+
+def test_record_stops_at_its_spend_cap_keeps_the_whole_questions_and_a_rerun_continues_from_the_cache(
+    server: LoopbackServer, catalog: Catalog, tmp_path: Path
+) -> None:
+    """`max_usd_total`: no call starts once the recording has paid the cap; the questions every backbone answered
+    are written as a complete world; a rerun with a larger cap pays only for what was not asked (or was left out)."""
+    task = ArithmeticTask(tuple(Query(id=f"q{i}", question=f"What is {i} + 1?", answer=str(i + 1)) for i in range(4)))
+    full = asyncio.run(record(live(catalog, server, tmp_path / "priced"), task, tmp_path / "full", concurrency=1))
+    outcomes = pd.read_csv(tmp_path / "full" / "outcomes.csv.gz", dtype={"answer": str}, keep_default_na=False)
+    first_question = float(outcomes[outcomes["id"] == "q0"]["cost_usd"].sum())
+    assert full.paid_usd > first_question > 0
+
+    seen: list[float] = []
+    capped = asyncio.run(
+        record(
+            live(catalog, server, tmp_path / "cache"),
+            task,
+            tmp_path / "capped",
+            concurrency=1,
+            max_usd_total=first_question * 0.999,  # reached by the first question's last call
+            progress=lambda done, total, paid: seen.append(paid),
+        )
+    )
+    assert capped.capped and (capped.questions, capped.asked, capped.calls, capped.dropped) == (1, 4, 3, 0)
+    assert capped.paid_usd == pytest.approx(first_question) and seen == sorted(seen) and len(seen) == 3
+    assert ReplayWorld.load(tmp_path / "capped").describe()["questions"] == 1
+
+    resumed = asyncio.run(record(live(catalog, server, tmp_path / "cache"), task, tmp_path / "capped", concurrency=1))
+    assert not resumed.capped and resumed.questions == 4 and resumed.cached == 3  # the first question, not paid again
+    assert resumed.paid_usd == pytest.approx(full.paid_usd - first_question)
+
+    with pytest.raises(AgentBalanceError, match=r"spend cap of USD 1e-12 was reached .* nothing was written"):
+        asyncio.run(
+            record(live(catalog, server, tmp_path / "c2"), task, tmp_path / "none", concurrency=1, max_usd_total=1e-12)
+        )
+    assert not (tmp_path / "none").exists()
+    with pytest.raises(AgentBalanceError, match=r"spend cap must be a positive number"):
+        asyncio.run(record(live(catalog, server, tmp_path / "c3"), task, tmp_path / "none", max_usd_total=0))

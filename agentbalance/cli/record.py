@@ -13,6 +13,7 @@ from rich.console import Console
 
 from agentbalance.catalog import Catalog
 from agentbalance.cli.app import ApiKeyFileOption, MaxTokensOption, reports_user_errors
+from agentbalance.cli.progress import progress_bars
 from agentbalance.worlds import LiveOptions, open_task, open_world
 
 
@@ -44,6 +45,13 @@ def record(
     temperature: Annotated[
         float, typer.Option(help="Sampling temperature of the live calls; required > 0 with --samples > 1.")
     ] = 0.0,
+    max_usd_total: Annotated[
+        float | None,
+        typer.Option(
+            help="Stop starting calls once this recording has paid this many USD (cached calls are free); the "
+            "questions every backbone answered are written, and a rerun with a larger cap continues."
+        ),
+    ] = None,
 ) -> None:
     """Ask every backbone each question alone and write a replay world: calibrate once on real calls, train offline."""
     import asyncio
@@ -64,18 +72,39 @@ def record(
         concurrency_per_backbone=concurrency_per_backbone,
     )
     world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed, live=live)
-    summary = asyncio.run(
-        record_world(
-            world,
-            loaded_task,
-            out,
-            concurrency=concurrency,
-            samples=samples,
-            concurrency_per_backbone=concurrency_per_backbone,
+    console = Console()
+    with progress_bars(console) as progress:
+        calls = progress.add_task("recording", total=None)
+
+        def on_call(done: int, total: int, paid_usd: float) -> None:
+            progress.update(calls, completed=done, total=total, description=f"recording: USD {paid_usd:.4f} paid")
+
+        summary = asyncio.run(
+            record_world(
+                world,
+                loaded_task,
+                out,
+                concurrency=concurrency,
+                progress=on_call,
+                samples=samples,
+                concurrency_per_backbone=concurrency_per_backbone,
+                max_usd_total=max_usd_total,
+            )
         )
-    )
     times = f" x {samples} samples" if samples > 1 else ""
-    Console().print(
+    if summary.capped:
+        if world.simulated:
+            cached = "asked again (the simulated world keeps no cache; its costs are modelled, not paid)"
+        else:
+            cached = "paid again (the response cache is off)" if no_cache else "served from the response cache"
+        console.print(
+            f"stopped at the spend cap (--max-usd-total {max_usd_total:g}): USD {summary.paid_usd:.4f} paid; kept the "
+            f"{summary.questions} of {summary.asked} questions every backbone answered ({summary.dropped} calls of "
+            f"unfinished questions left out). To continue, rerun this command with a larger --max-usd-total: the "
+            f"calls made so far are {cached}.",
+            highlight=False,
+        )
+    console.print(
         f"recorded {summary.questions} questions x {summary.backbones} backbones{times} into {out}: "
         f"{summary.calls} calls ({summary.cached} from the cache), {summary.failures} failed, "
         f"USD {summary.cost_usd:.4f} recorded"

@@ -26,8 +26,9 @@ import io
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ SOLVER = Role(
 )
 OUTCOME_HEADER = ("id", "model", "answer", "correct", "completion_tokens", "cost_usd", "latency_s")
 SAMPLED_OUTCOME_HEADER = ("id", "model", "sample", *OUTCOME_HEADER[2:])  # K > 1 samples per (question, backbone)
-Progress = Callable[[int, int], None]  # (calls done, calls in total)
+Progress = Callable[[int, int, float], None]  # (calls done, calls in total, USD paid so far)
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,11 @@ class RecordSummary:
     failures_by_backbone: dict[str, int] = field(default_factory=dict)
     errors: tuple[str, ...] = ()  # the first few failure messages, for the user
     samples: int = 1  # calls per (question, backbone)
+    # the spend cap (`max_usd_total`) stopped the recording: `questions` of `asked` were answered by every backbone
+    # and written; `dropped` calls of unfinished questions were not (a response cache still holds them)
+    capped: bool = False
+    asked: int = 0
+    dropped: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,13 +107,19 @@ async def record(
     progress: Progress | None = None,
     samples: int = 1,
     concurrency_per_backbone: int | None = 1,
+    max_usd_total: float | None = None,
 ) -> RecordSummary:
     """Ask every backbone of `world.catalog` each question of `task`, alone, `samples` times, and write a replay
     world to `out_dir`.
 
     User errors (AgentBalanceError: a rejected key, an unknown model) stop the recording and nothing is
     written; a failed call (AgentCallFailed, or an unexpected error of the world) becomes an empty,
-    wrong row and is counted. `progress(done, total)` is called after each call.
+    wrong row and is counted. `progress(done, total, paid_usd)` is called after each call.
+
+    `max_usd_total` caps what the recording pays (calls served from a cache are free): once the paid spend reaches
+    it, no call starts (calls in flight finish, so the cap is passed by at most their cost), and only the questions
+    every backbone answered `samples` times are written, so the folder is a complete replay world of fewer
+    questions. A rerun with a larger cap continues where a response cache holds the paid calls.
 
     `concurrency_per_backbone` (default 1) bounds each backbone's calls in flight, so a recorded latency is
     the server's service time, not its queue behind our own other calls (None: only `concurrency`).
@@ -117,6 +129,8 @@ async def record(
     if concurrency_per_backbone is not None and concurrency_per_backbone < 1:
         raise AgentBalanceError(f"record: concurrency_per_backbone must be at least 1, got {concurrency_per_backbone}")
     _check_samples(world, samples)
+    if max_usd_total is not None and not max_usd_total > 0:
+        raise AgentBalanceError(f"record: the spend cap must be a positive number of USD, got {max_usd_total}")
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise AgentBalanceError(f"record: the output path {out_dir} exists and is not a folder")
@@ -130,16 +144,19 @@ async def record(
         backbone.name: asyncio.Semaphore(concurrency_per_backbone) if concurrency_per_backbone else limit
         for backbone in backbones
     }
-    done = 0
+    done, paid = 0, 0.0
     started = time.perf_counter()
 
-    async def ask(query: Query, backbone: Backbone, sample: int) -> _Row:
-        nonlocal done
+    async def ask(query: Query, backbone: Backbone, sample: int) -> _Row | None:
+        nonlocal done, paid
         async with per_backbone[backbone.name], limit:  # the backbone's turn first, then a slot of all calls
+            if max_usd_total is not None and paid >= max_usd_total:
+                return None  # over the cap: not asked
             row = await _ask(world, task, query, backbone, sample)
         done += 1
+        paid += 0.0 if row.cached else row.cost_usd
         if progress is not None:
-            progress(done, total)
+            progress(done, total, paid)
         return row
 
     jobs = [
@@ -149,19 +166,37 @@ async def record(
         for sample in range(samples)
     ]
     try:
-        rows = await asyncio.gather(*jobs)
+        answered = await asyncio.gather(*jobs)
     except BaseException:
         for job in jobs:
             job.cancel()
         await asyncio.gather(*jobs, return_exceptions=True)
         raise
     wall_s = time.perf_counter() - started
+    rows = [row for row in answered if row is not None]
+    capped = len(rows) < total
+    if capped:  # keep the questions every backbone answered every time: a complete world of fewer questions
+        counts = Counter(row.query.id for row in rows)
+        complete = [query for query in queries if counts[query.id] == len(backbones) * samples]
+        if not complete:
+            raise AgentBalanceError(
+                f"record: the spend cap of USD {max_usd_total:g} was reached (USD {paid:.4f} paid, {len(rows)} calls) "
+                "before every backbone had answered any one question, so nothing was written; raise --max-usd-total"
+            )
+        kept = {query.id for query in complete}
+        dropped = len(rows)
+        rows = [row for row in rows if row.query.id in kept]
+        dropped -= len(rows)
+    else:
+        complete, dropped = queries, 0
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out_dir / "questions.jsonl", _questions_jsonl(queries, task))
+    _write_atomic(out_dir / "questions.jsonl", _questions_jsonl(complete, task))
     _write_atomic(out_dir / "outcomes.csv.gz", _outcomes_csv_gz(rows, samples > 1))
-    _write_atomic(out_dir / "models.yaml", _models_yaml(world, len(queries), samples).encode())
-    return _summary(out_dir, queries, backbones, rows, wall_s, samples)
+    _write_atomic(out_dir / "models.yaml", _models_yaml(world, len(complete), samples).encode())
+    summary = _summary(out_dir, complete, backbones, rows, wall_s, samples)
+    paid_usd = paid if capped else summary.paid_usd  # capped: the calls of the questions left out were paid too
+    return replace(summary, capped=capped, asked=len(queries), dropped=dropped, paid_usd=paid_usd)
 
 
 def _check_samples(world: World, samples: int) -> None:
