@@ -290,6 +290,26 @@ def test_a_live_build_keeps_to_its_per_backbone_concurrency(tmp_path: Path) -> N
         assert len(server.requests) >= 8 and server.max_in_flight == 1  # without the option: 16 at once
 
 
+def test_build_refuses_questions_none_of_which_can_be_graded_and_warns_when_some_cannot(tmp_path: Path) -> None:
+    """No gold answer, no recorded grade: a clear error before any training (not a NaN reward and Perf 0.0%); a
+    split of which only some questions can be graded trains, with a warning that gives the count."""
+    lines = [json.loads(line) for line in write_math_questions(tmp_path / "q.jsonl", 16).read_text().splitlines()]
+    (tmp_path / "none.jsonl").write_text("".join(json.dumps({**q, "answer": None}) + "\n" for q in lines))
+    half = [{**q, "answer": None} if i % 2 else q for i, q in enumerate(lines)]
+    (tmp_path / "half.jsonl").write_text("".join(json.dumps(q) + "\n" for q in half))
+    env = {"AGENTBALANCE_API_KEY": "sk-loopback"}
+    small = ["--max-pool", "1", "--train", "8", "--val", "4", "--test", "4", "--epochs", "1", "--restarts", "1"]
+    with LoopbackServer(api_keys={"sk-loopback"}) as server:
+        live = ["build", "--budget-tok", "1", "--world", "live", "--base-url", server.base_url, "--task", "jsonl"]
+        refused = agentbalance(*live, "--data", "none.jsonl", *small, "--out", "none", cwd=tmp_path, env=env)
+        one_error_line(refused, "none of the 8 training questions can be graded")
+        assert not (tmp_path / "none").exists()
+        warned = agentbalance(*live, "--data", "half.jsonl", *small, "--out", "half", cwd=tmp_path, env=env)
+        assert warned.returncode == 0, warned.stderr
+        said = " ".join(warned.stdout.split())
+        assert "warning: only" in said and "of the 8 training questions can be graded" in said
+
+
 def test_build_and_evaluate_in_the_live_world_with_a_task(tmp_path: Path) -> None:
     questions = write_math_questions(tmp_path / "q.jsonl", 20)
     env = {"AGENTBALANCE_API_KEY": "sk-loopback"}

@@ -155,7 +155,10 @@ def build(
                 f"Tok {record['val_tok']:.3f} Lat {record['val_lat']:.1f}s",
             )
 
-        built = run_build(spec, folder, on_stage=on_stage, on_epoch=on_epoch, executor=executor_spec)
+        def on_note(note: str) -> None:
+            progress.console.print(note, highlight=False)
+
+        built = run_build(spec, folder, on_stage=on_stage, on_epoch=on_epoch, executor=executor_spec, on_note=on_note)
         progress.update(stage, description=f"done; {built.result.describe_kept(restarts)}", total=1, completed=1)
     if built.trained_elsewhere:
         console.print(built.trained_elsewhere, highlight=False)

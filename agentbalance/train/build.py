@@ -20,7 +20,7 @@ import torch
 
 from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
-from agentbalance.evaluation.measure import measure
+from agentbalance.evaluation.measure import cheapest_mas, measure
 from agentbalance.executors import ExecutorSpec
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
@@ -81,10 +81,12 @@ def build(
     on_stage: Callable[[str], None] = lambda stage: None,
     on_epoch: Callable[[int, dict[str, float]], None] | None = None,
     executor: ExecutorSpec | None = None,
+    on_note: Callable[[str], None] = lambda note: None,
 ) -> Built:
     """Open the experiment, train on it, save the run folder (resuming from its restart checkpoints).
 
-    With an executor that is not this process (Ray), the restarts train there in parallel first."""
+    With an executor that is not this process (Ray), the restarts train there in parallel first. `on_note` gets
+    what the user should know before training (a split of which only some questions can be graded)."""
     started = time.perf_counter()
     checkpoints = RestartCheckpoints(out / "checkpoints", build_fingerprint(spec))
     elsewhere = None
@@ -92,6 +94,8 @@ def build(
         elsewhere = train_restarts_elsewhere(spec, roles, checkpoints, executor, on_stage)
     with one_torch_thread():
         experiment = Experiment.open(spec.experiment, roles, on_stage)
+        for note in refuse_ungradable(experiment):
+            on_note(note)
         refuse_unreachable(experiment, spec.budget_range.loosest if spec.budget_range is not None else spec.budget)
         controller, trainer, result = train_on(experiment, spec, on_stage, on_epoch, checkpoints)
         seconds = time.perf_counter() - started
@@ -103,6 +107,31 @@ def build(
     title = f"validation per epoch of the run kept; {result.describe_kept(spec.restarts)}"
     plot_training(result.history, spec.budget, out / "training.png", kept, title)
     return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored, elsewhere)
+
+
+def refuse_ungradable(experiment: Experiment) -> list[str]:
+    """Refuse, before any training, training or validation questions of which none can be graded (no gold answer
+    and no recorded grade): the reward and every Perf would be means over nothing. Returns a note per split of which
+    only some can be graded, with the count, since Perf and the budgets' choices then rest on those alone. Counted
+    by answering each question with the cheapest MAS (the calls training makes anyway; a live world caches them)."""
+    cheapest = cheapest_mas(experiment)
+    notes = []
+    for name in ("train", "val"):
+        questions = experiment.splits.get(name)
+        graded = measure(experiment, [cheapest] * len(questions), questions).n_graded or 0
+        what = "training" if name == "train" else "validation"
+        if graded == 0:
+            raise AgentBalanceError(
+                f"none of the {len(questions)} {what} questions can be graded (they have no gold answer, and the "
+                "world records no grade for them), so there is nothing to train or choose by; give the questions "
+                "their answers (an `answer` field in a query file), or record a world that grades them"
+            )
+        if graded < len(questions):
+            notes.append(
+                f"warning: only {graded} of the {len(questions)} {what} questions can be graded (the others have no "
+                f"gold answer): Perf{' and the reward' if name == 'train' else ''} rest on those {graded}"
+            )
+    return notes
 
 
 def refuse_unreachable(experiment: Experiment, budget: Budget) -> None:
