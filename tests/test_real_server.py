@@ -470,3 +470,23 @@ def test_serve_streams_a_conversation_and_a_client_that_leaves_starts_no_call_on
     mas = plain.model_extra["agentbalance"]["mas"]  # type: ignore[index]
     first_step = [agent for agent in mas["agents"] if not any(edge[1] == agent["id"] for edge in mas["edges"])]
     assert started <= len(first_step) and (started < calls or calls == 1)
+
+
+def test_the_judge_grades_with_a_real_model_on_the_real_server(smollm2: RealServer, tmp_path: Path) -> None:
+    """Plumbing only (a 135M-parameter judge's verdicts are not meant to be good): one real call at temperature 0
+    with the server's usage, a verdict that is a score in [0, 1] or ungraded with its reason, the judge's own cost,
+    and a rerun read from the cache."""
+    from agentbalance.tasks.scoring.judge import Judge
+
+    catalog = Catalog.load(local_catalog(tmp_path, smollm2, max_tokens=48))
+    query = Query(id="open", question="How do I keep basil alive indoors?")
+    answer = "Give it six hours of sun and water it when the top of the soil is dry."
+    before = smollm2.requests()
+    judge = Judge(LiveWorld(catalog, api_key=KEY, cache_dir=tmp_path / "cache"), catalog["smollm2-135m"])
+    verdict = asyncio.run(judge.grade(query, answer))
+    assert smollm2.requests() - before == 1
+    assert (verdict.score is None and verdict.error) or (verdict.score is not None and 0 <= verdict.score <= 1)
+    assert verdict.text and verdict.cost_usd > 0 and judge.stats.paid_usd == verdict.cost_usd
+    again = Judge(LiveWorld(catalog, api_key=KEY, cache_dir=tmp_path / "cache"), catalog["smollm2-135m"])
+    repeated = asyncio.run(again.grade(query, answer))
+    assert repeated.cached and repeated.score == verdict.score and smollm2.requests() - before == 1
