@@ -11,7 +11,7 @@ import pytest
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query, Turn
-from agentbalance.tasks.scoring.judge import (
+from agentbalance.worlds.judge import (
     SINGLE_ANSWER,
     WITH_REFERENCE,
     Judge,

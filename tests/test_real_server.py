@@ -476,7 +476,7 @@ def test_the_judge_grades_with_a_real_model_on_the_real_server(smollm2: RealServ
     """Plumbing only (a 135M-parameter judge's verdicts are not meant to be good): one real call at temperature 0
     with the server's usage, a verdict that is a score in [0, 1] or ungraded with its reason, the judge's own cost,
     and a rerun read from the cache."""
-    from agentbalance.tasks.scoring.judge import Judge
+    from agentbalance.worlds.judge import Judge
 
     catalog = Catalog.load(local_catalog(tmp_path, smollm2, max_tokens=48))
     query = Query(id="open", question="How do I keep basil alive indoors?")
