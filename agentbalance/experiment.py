@@ -124,7 +124,7 @@ def experiment_pools(
 def _alone(outcomes: Sequence[Outcome]) -> AloneOnTraining:
     return AloneOnTraining(
         [o.answer or None for o in outcomes],
-        np.array([bool(o.correct) for o in outcomes]),
+        np.array([0.0 if o.score is None else o.score for o in outcomes]),
         np.array([o.cost_usd for o in outcomes]),
         np.array([o.latency_s for o in outcomes]),
     )

@@ -182,10 +182,10 @@ def build_pools(
 
 @dataclass(frozen=True)
 class AloneOnTraining:
-    """One backbone alone on each training question: its answer, whether it is right, its cost and latency."""
+    """One backbone alone on each training question: its answer, its quality score, its cost and latency."""
 
     answers: Sequence[str | None]
-    correct: np.ndarray  # [N] bool
+    score: np.ndarray  # [N] in [0, 1] (right/wrong: 1 or 0; ungraded: 0)
     cost: np.ndarray  # [N] USD
     latency: np.ndarray  # [N] seconds
 
@@ -205,10 +205,10 @@ def cascade_estimate(
     backbones alone and the answerers' `agreement`: where the two agree their answer stands, else the
     escalation's does. It ignores how a note or a role changes an answer; it only decides which backbones
     are worth pooling."""
-    correct = np.where(agree, first.correct, escalation.correct)
+    score = np.where(agree, first.score, escalation.score)
     cost = first.cost + second.cost + np.where(agree, 0.0, escalation.cost)
     latency = np.maximum(first.latency, second.latency) + np.where(agree, 0.0, escalation.latency)
-    return float(correct.mean()), float(cost.mean()), float(latency.mean())
+    return float(score.mean()), float(cost.mean()), float(latency.mean())
 
 
 def complementary_backbones(
@@ -234,7 +234,7 @@ def complementary_backbones(
         if mas not in points:
             if len(mas) == 1:
                 run = alone[mas[0]]
-                points[mas] = float(run.correct.mean()), float(run.cost.mean())
+                points[mas] = float(run.score.mean()), float(run.cost.mean())
             else:
                 first, second, escalation = mas
                 if (first, second) not in agreements:
@@ -243,7 +243,7 @@ def complementary_backbones(
                     alone[first], alone[second], alone[escalation], agreements[(first, second)]
                 )
                 points[mas] = perf, cost
-            perf = points[mas][0]
+            perf = points[mas][0]  # p (1 - p) bounds the variance of any score in [0, 1] with mean p
             margins[mas] = z * float(np.sqrt(max(perf * (1 - perf), 1e-12) / max(len(questions), 1)))
         return points[mas]
 

@@ -144,7 +144,7 @@ class ScriptedWorld:
             completion_tokens=50,
             cost_usd=0.01,
             latency_s=latency,
-            correct=None,
+            score=None,
         )
 
 

@@ -58,12 +58,12 @@ def test_run_in_a_replay_world_prints_one_json_line_per_query(tmp_path: Path, re
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["q00", "q01"]
     for line in lines:
-        assert {"id", "answer", "correct", "cost_usd", "latency_s", "wall_s", "agents"} <= set(line)
+        assert {"id", "answer", "correct", "score", "cost_usd", "latency_s", "wall_s", "agents"} <= set(line)
         assert all(set(agent) >= AGENT_KEYS for agent in line["agents"])
         assert line["cost_usd"] == pytest.approx(sum(agent["cost_usd"] for agent in line["agents"]))
         decision = next(agent for agent in line["agents"] if agent["id"] == "d")
         assert line["latency_s"] == pytest.approx(decision["end_s"])
-    assert lines[0]["correct"] is True and lines[0]["answer"] == "A"
+    assert lines[0]["correct"] is True and lines[0]["score"] == 1.0 and lines[0]["answer"] == "A"
 
 
 def test_run_on_the_embedded_simulator_says_it_is_one(tmp_path: Path) -> None:

@@ -204,7 +204,7 @@ def test_in_a_replay_world_an_escalated_agent_answers_with_its_own_recording(tmp
     assert execution.outcome().answer == recorded[("q04", "alpha")] and not execution.outcome().escalated
     disagreed = by_id["q07"]  # alpha right, gamma wrong: beta, asked afresh, gives its own (wrong) recording
     outcome = rollout_execution(world, roles, mas, disagreed).outcome()
-    assert outcome.escalated and outcome.answer == recorded[("q07", "beta")] and outcome.correct is False
+    assert outcome.escalated and outcome.answer == recorded[("q07", "beta")] and outcome.score == 0.0
 
 
 # ---------------------------------------------------------------------------------------------- budgets

@@ -251,6 +251,7 @@ def test_in_a_replay_world_the_response_carries_the_recorded_grade(
     traces = model.controller.run(world.queries("test"), world)
     assert [g.model_extra["agentbalance"]["correct"] for g in graded] == [t.correct for t in traces]
     assert all(isinstance(g.model_extra["agentbalance"]["correct"], bool) for g in graded)
+    assert [g.model_extra["agentbalance"]["score"] for g in graded] == [t.score for t in traces]
 
 
 def test_in_the_simulator_a_users_question_has_no_grade(sim_model: ServedModel) -> None:

@@ -127,12 +127,12 @@ def test_role_domain_fit_matters(world: SimulatedWorld, items: dict[str, list[Qu
 
 def wrong_input(world: SimulatedWorld, query: Query, backbone: str = "qwen3-1.7b") -> Upstream:
     wrong = world.profile(query).distractors[0]
-    completion = Completion("wrong", wrong, 10, 200, 0.0, 1.0, correct=False)
+    completion = Completion("wrong", wrong, 10, 200, 0.0, 1.0, score=0.0)
     return Upstream("u", LIBRARIES["math"]["Mathematician"], CATALOG[backbone], completion)
 
 
 def right_input(world: SimulatedWorld, query: Query) -> Upstream:
-    completion = Completion("right", world.profile(query).gold, 10, 200, 0.0, 1.0, correct=True)
+    completion = Completion("right", world.profile(query).gold, 10, 200, 0.0, 1.0, score=1.0)
     return Upstream("r", LIBRARIES["math"]["Mathematician"], CATALOG["qwen3-1.7b"], completion)
 
 

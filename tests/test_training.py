@@ -45,7 +45,7 @@ def test_the_sync_rollout_gives_what_the_async_runner_gives(built) -> None:
     traces = Runner(world, roles).run_sync(list(zip(masses, queries, strict=True)))
     for mas, query, trace in zip(masses, queries, traces, strict=True):
         outcome = rollout(world, roles, mas, query)
-        assert outcome.correct == trace.correct
+        assert outcome.score == trace.score
         assert outcome.cost_usd == pytest.approx(trace.cost_usd)
         assert outcome.latency_s == pytest.approx(trace.latency_s)
 

@@ -189,9 +189,8 @@ def run(
         console.print(f"world: {world.name}", highlight=False)
     for trace in traces:
         console.print(agents_table(trace, console.width))
-        verdict = {True: "correct", False: "wrong", None: "gold unknown"}[trace.correct]
         console.print(
-            f"answer: {escape(str(trace.answer))} ({verdict})\ncost: ${trace.cost_usd:.6f}  "
+            f"answer: {escape(str(trace.answer))} ({_grade_text(trace.score)})\ncost: ${trace.cost_usd:.6f}  "
             f"latency: {trace.latency_s:.1f} s (modelled critical path)  wall: {trace.wall_s:.3f} s"
             + (f"  failures: {trace.failures}" if trace.failures else "")
             + (f"  capped: {escape(trace.capped)}" if trace.capped else "")
@@ -199,17 +198,25 @@ def run(
             highlight=False,
         )
     if len(traces) > 1:
-        known = [t.correct for t in traces if t.correct is not None]
-        accuracy = f"{100 * sum(known) / len(known):.1f}%" if known else "n/a"
-        accuracy += f" (graded {len(known)} of {len(traces)})" if len(known) < len(traces) else ""
+        known = [t.score for t in traces if t.score is not None]
+        perf = f"{100 * sum(known) / len(known):.1f}%" if known else "n/a"
+        perf += f" (graded {len(known)} of {len(traces)})" if len(known) < len(traces) else ""
+        measure = "accuracy" if all(score in (0.0, 1.0) for score in known) else "mean score"
         tok = 100 * sum(t.cost_usd for t in traces) / len(traces)
         lat = sum(t.latency_s for t in traces) / len(traces)
         escalated = sum(t.escalated for t in traces)
         console.print(
-            f"{len(traces)} queries: accuracy {accuracy}, Tok ${tok:.4f} per 100 queries, Lat {lat:.1f} s per query"
+            f"{len(traces)} queries: {measure} {perf}, Tok ${tok:.4f} per 100 queries, Lat {lat:.1f} s per query"
             + (f", escalated {100 * escalated / len(traces):.0f}%" if escalated else ""),
             highlight=False,
         )
+
+
+def _grade_text(score: float | None) -> str:
+    """How `run` shows an answer's grade: right or wrong (a score of 1 or 0), a judge's score, or no grade."""
+    if score is None:
+        return "gold unknown"
+    return {1.0: "correct", 0.0: "wrong"}.get(score, f"score {score:.2f}")
 
 
 def _over_budget(result: Evaluation, budget: Budget) -> str:

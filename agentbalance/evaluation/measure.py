@@ -1,4 +1,5 @@
-"""Measuring what a policy built on a split: Perf over the graded queries, mean Tok and Lat with their upper bounds.
+"""Measuring what a policy built on a split: Perf (the mean quality score over the graded queries), mean Tok and Lat
+with their upper bounds.
 
 The one measuring module training, `TrainedController` and the sweeps share; it imports no sweep, no trainer
 and no `trained`, so every layer above can use it.
@@ -30,10 +31,12 @@ CONFIDENCE_Z = 1.64  # the safety margin of every upper bound: one-sided 95% bou
 class Evaluation:
     """Greedy construction + execution on a split: the means and upper bounds, and what was built.
 
-    `perf` is the mean over the `n_graded` queries whose answer could be graded; `n` counts every query
-    (cost and latency are means over all of them: an ungraded query still costs). `escalation_rate` is the
-    share of queries on which a conditional agent ran (its inputs disagreed): their cost is random, and
-    the upper bounds are over the realised costs, escalations included."""
+    `perf` is the mean quality score (in [0, 1]; 1/0 for right/wrong tasks: the accuracy) over the `n_graded`
+    queries whose answer could be graded; `n` counts every query (cost and latency are means over all of them:
+    an ungraded query still costs). `perf_sd` is the sample standard deviation of those scores when some score
+    is neither 0 nor 1, else None. `escalation_rate` is the share of queries on which a conditional agent ran
+    (its inputs disagreed): their cost is random, and the upper bounds are over the realised costs, escalations
+    included."""
 
     perf: float
     tok: float  # USD per 100 queries
@@ -47,6 +50,7 @@ class Evaluation:
     backbones: dict[str, int] = field(default_factory=dict)
     n_graded: int | None = None  # None (older run folders): every query was graded
     escalation_rate: float = 0.0
+    perf_sd: float | None = None  # None: right/wrong grades (and older run folders)
 
     def __post_init__(self) -> None:
         if self.n_graded is None:
@@ -57,8 +61,13 @@ class Evaluation:
         return (budget.tok is None or tok <= budget.tok) and (budget.lat is None or lat <= budget.lat)
 
     def perf_standard_error(self) -> float:
-        """The standard error of Perf, a mean of n_graded right-or-wrong answers."""
-        return math.sqrt(self.perf * (1 - self.perf) / max(self.n_graded or 0, 1))
+        """The standard error of Perf over its n_graded scores: for right/wrong grades the Bernoulli one,
+        sqrt(p (1 - p) / n); for other scores the sample standard deviation over sqrt(n) (the Bernoulli formula
+        would overstate it: p (1 - p) bounds the variance of any score in [0, 1])."""
+        n = max(self.n_graded or 0, 1)
+        if self.perf_sd is None:
+            return math.sqrt(self.perf * (1 - self.perf) / n)
+        return self.perf_sd / math.sqrt(n)
 
     def excess(self, budget: Budget) -> float:
         """How far above the budget the upper bounds are (0 when within), relative to the budget."""
@@ -73,10 +82,20 @@ class Evaluation:
         return asdict(self)
 
 
-def graded_perf(outcomes: Iterable[Outcome]) -> tuple[float, int]:
-    """Perf as the mean over graded outcomes (an ungraded answer is neither right nor wrong), and their count."""
-    graded = [o.correct for o in outcomes if o.correct is not None]
-    return (float(np.mean(graded)) if graded else 0.0), len(graded)
+def scores_of(outcomes: Iterable[Outcome]) -> np.ndarray:
+    """Each outcome's quality score, NaN where it could not be graded."""
+    return np.array([np.nan if o.score is None else o.score for o in outcomes], dtype=np.float64)
+
+
+def graded_perf(outcomes: Iterable[Outcome]) -> tuple[float, int, float | None]:
+    """Perf as the mean score over graded outcomes (an ungraded answer is neither right nor wrong), their count,
+    and their sample standard deviation when some score is neither 0 nor 1 (None: right/wrong grades)."""
+    graded = np.array([o.score for o in outcomes if o.score is not None], dtype=np.float64)
+    if not graded.size:
+        return 0.0, 0, None
+    right_or_wrong = bool(np.isin(graded, (0.0, 1.0)).all())
+    spread = None if right_or_wrong else (float(graded.std(ddof=1)) if graded.size > 1 else 0.0)
+    return float(graded.mean()), int(graded.size), spread
 
 
 def upper_bounds(values: np.ndarray, z: float) -> np.ndarray:
@@ -96,7 +115,7 @@ def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> E
     def upper(values: np.ndarray) -> float:
         return float(upper_bounds(values, z))
 
-    perf, n_graded = graded_perf(outcomes)
+    perf, n_graded, perf_sd = graded_perf(outcomes)
     backbones: Counter[str] = Counter(agent.backbone for mas in masses for agent in mas.agents)
     return Evaluation(
         perf=perf,
@@ -111,6 +130,7 @@ def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> E
         backbones=dict(backbones.most_common()),
         n_graded=n_graded,
         escalation_rate=float(np.mean([o.escalated for o in outcomes])) if n else 0.0,
+        perf_sd=perf_sd,
     )
 
 

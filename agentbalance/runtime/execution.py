@@ -32,7 +32,9 @@ from agentbalance.worlds.base import (
     same_recorded_answer,
 )
 
-Grader = Callable[[Query, str | None], bool | None]  # the task's scorer: None when it cannot grade
+Grader = Callable[[Query, str | None], float | None]
+"""A task's scorer or a user's grader: the answer's quality in [0, 1] (a bool counts as 1/0), None when it cannot
+grade."""
 AGREED = "inputs agreed"  # why a "disagree" agent did not run
 VOTED = "vote of its inputs"  # why a "never" agent did not run
 MIN_VOTE_WEIGHT = 0.05  # a backbone no better than chance still counts a little, never negatively
@@ -114,28 +116,40 @@ class AgentResult:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What training needs from one MAS run: the answer, its grading (None: could not be graded), the cost."""
+    """What training needs from one MAS run: the answer, its quality score in [0, 1] (right/wrong tasks: 1.0/0.0;
+    None: could not be graded), the cost."""
 
     answer: str | None
-    correct: bool | None
+    score: float | None
     cost_usd: float
     latency_s: float
     agents: int
     escalated: bool = False  # a conditional agent ran: its inputs disagreed (or one failed)
 
 
-def grade(query: Query, final: Completion | None, grader: Grader | None) -> bool | None:
-    """The one grading rule: a world that knows the truth of its answer (simulated, replay) decides; else
-    the task's scorer, for every task (code tasks too: their gold is a test suite, not `query.answer`);
-    without a scorer, no answer is wrong when the gold is known and anything else is ungraded (None)."""
-    if final is not None and final.correct is not None:
-        return final.correct
+def grade(query: Query, final: Completion | None, grader: Grader | None) -> float | None:
+    """The one grading rule, a quality score in [0, 1]: a world that knows its answer's score (simulated,
+    replay) decides; else the task's scorer, for every task (code tasks too: their gold is a test suite, not
+    `query.answer`); without a scorer, no answer scores 0 when the gold is known and anything else is ungraded
+    (None)."""
+    if final is not None and final.score is not None:
+        return final.score
     answer = final.answer if final is not None else None
     if grader is not None:
-        return grader(query, answer)
+        return _checked_score(grader(query, answer), query)
     if answer is None and query.answer is not None:
-        return False
+        return 0.0
     return None
+
+
+def _checked_score(score: float | None, query: Query) -> float | None:
+    """A grader's verdict as a score: True/False as 1.0/0.0; anything outside [0, 1] is a grader's mistake."""
+    if score is None:
+        return None
+    value = float(score)
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise AgentBalanceError(f"the grader scored query {query.id!r} {score!r}; a score is a number in [0, 1]")
+    return value
 
 
 def sample_indices(mas: MAS) -> dict[str, int]:
@@ -362,7 +376,7 @@ class Execution:
         final = self.final
         return Outcome(
             answer=final.answer if final is not None else None,
-            correct=grade(self.query, final, grader),
+            score=grade(self.query, final, grader),
             cost_usd=self.spent_usd,
             latency_s=self._finished_at[self.mas.decision],
             agents=len(self.mas),
@@ -403,12 +417,12 @@ class Execution:
             )
         final = self.final
         answer = final.answer if final is not None else None
-        correct = grade(self.query, final, grader)
+        score = grade(self.query, final, grader)
         latency_s = schedule[self.mas.decision][1]
         return Trace.summed(
             self.query.id,
             answer,
-            correct,
+            score,
             tuple(agents),
             latency_s,
             wall_s,

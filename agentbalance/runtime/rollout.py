@@ -59,4 +59,4 @@ def execute(
 
     runner = Runner(world, roles, concurrency=concurrency, grader=grader, same_answer=same_answer)
     traces = runner.run_sync(list(pairs))
-    return [Outcome(t.answer, t.correct, t.cost_usd, t.latency_s, len(t.agents), t.escalated) for t in traces]
+    return [Outcome(t.answer, t.score, t.cost_usd, t.latency_s, len(t.agents), t.escalated) for t in traces]

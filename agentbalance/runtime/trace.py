@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agentbalance.worlds.base import verdict
+
 
 @dataclass(frozen=True)
 class AgentTrace:
@@ -34,11 +36,14 @@ class AgentTrace:
 
 @dataclass(frozen=True)
 class Trace:
-    """A MAS run on one query. `latency_s` is the modelled critical path, `wall_s` the measured wall time."""
+    """A MAS run on one query. `latency_s` is the modelled critical path, `wall_s` the measured wall time.
+
+    `score` is the answer's quality in [0, 1] (right/wrong tasks: 1.0/0.0; None: ungraded), the grade every
+    number is computed from; `correct` is its right/wrong reading, for people (`verdict`)."""
 
     id: str
     answer: str | None
-    correct: bool | None
+    score: float | None
     cost_usd: float
     prompt_tokens: int
     completion_tokens: int
@@ -55,7 +60,7 @@ class Trace:
         cls,
         query_id: str,
         answer: str | None,
-        correct: bool | None,
+        score: float | None,
         agents: tuple[AgentTrace, ...],
         latency_s: float,
         wall_s: float,
@@ -68,7 +73,7 @@ class Trace:
         return cls(
             id=query_id,
             answer=answer,
-            correct=correct,
+            score=score,
             cost_usd=sum(a.cost_usd for a in agents),
             prompt_tokens=sum(a.prompt_tokens for a in agents),
             completion_tokens=sum(a.completion_tokens for a in agents),
@@ -80,6 +85,10 @@ class Trace:
             escalated=escalated,
             text=text,
         )
+
+    @property
+    def correct(self) -> bool | None:
+        return verdict(self.score)
 
     @property
     def failures(self) -> int:
@@ -98,6 +107,7 @@ class Trace:
             "id": self.id,
             "answer": self.answer,
             "correct": self.correct,
+            "score": self.score,
             "cost_usd": self.cost_usd,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,

@@ -294,6 +294,7 @@ class ChatHandler:
                 "escalated": sum(a.escalated for a in trace.agents),
                 "failed": trace.failures,
                 "correct": trace.correct,
+                "score": trace.score,
             }
         if cancelled:
             line |= {"cancelled": True, "cost_usd": progress.cost_usd, "calls_cut_short": progress.in_flight}

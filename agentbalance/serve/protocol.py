@@ -247,6 +247,7 @@ def details_of(trace: Trace, mas: MAS, served: Budget, trace_id: str) -> dict[st
         "trace_id": trace_id,
         "answer": trace.answer,
         "correct": trace.correct,  # a replay world's recorded grade, or a task's gold: None when unknown
+        "score": trace.score,  # the quality in [0, 1] that `correct` reads (right/wrong: 1.0/0.0)
         "cost_usd": trace.cost_usd,
         "latency_s": trace.latency_s,  # the modelled critical path
         "wall_s": trace.wall_s,

@@ -233,9 +233,7 @@ def mixtures(
                     (hard if h else easy, hard if a else easy) for h, a in zip(harder, answered_harder, strict=True)
                 ]
                 mixed = [
-                    replace(
-                        outcomes[spent][j], answer=outcomes[answered][j].answer, correct=outcomes[answered][j].correct
-                    )
+                    replace(outcomes[spent][j], answer=outcomes[answered][j].answer, score=outcomes[answered][j].score)
                     for j, (spent, answered) in enumerate(pick)
                 ]
                 measured = summarise([templates[spent] for spent, _ in pick], mixed, run.config.confidence_z)

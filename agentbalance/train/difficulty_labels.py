@@ -50,8 +50,9 @@ def difficulty_quality(run: TrainingRun, queries: Sequence[Query]) -> dict[str, 
 
 
 def solve_rate(outcomes: Sequence[Outcome]) -> float:
-    """The fraction of graded runs that are right (0.5, no information, when none could be graded)."""
-    graded = [o.correct for o in outcomes if o.correct is not None]
+    """The mean score of the graded runs: on right/wrong tasks the fraction that are right (0.5, no information,
+    when none could be graded)."""
+    graded = [o.score for o in outcomes if o.score is not None]
     return sum(graded) / len(graded) if graded else 0.5
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from agentbalance.budgets import Budget
-from agentbalance.evaluation.measure import measure, policy_outcomes, summarise, upper_bounds
+from agentbalance.evaluation.measure import measure, policy_outcomes, scores_of, summarise, upper_bounds
 from agentbalance.mas import MAS
 from agentbalance.query import Query
 from agentbalance.runtime.execution import Outcome
@@ -44,10 +44,11 @@ GUARD_FOLDS = 5  # folds of the cross-validation that scores the menu's selectio
 @dataclass(frozen=True)
 class MenuScores:
     """The menu's plans measured on the training and validation questions: per plan (rows) and question (columns),
-    right (1), wrong (0) or ungraded (nan), and the cost in Tok (USD per 100 queries) and Lat (s)."""
+    the quality score (right/wrong tasks: 1 or 0) or nan (ungraded), and the cost in Tok (USD per 100 queries) and
+    Lat (s)."""
 
     plans: list[MAS]
-    correct: np.ndarray  # [plans, questions]
+    score: np.ndarray  # [plans, questions]
     tok: np.ndarray
     lat: np.ndarray
 
@@ -55,10 +56,9 @@ class MenuScores:
     def of(cls, plans: Sequence[MAS], outcomes: Sequence[Outcome], questions: int) -> MenuScores:
         """From the outcomes of every plan on every question, plan by plan."""
         shape = (len(plans), questions)
-        correct = np.array([np.nan if o.correct is None else float(o.correct) for o in outcomes]).reshape(shape)
         tok = np.array([100 * o.cost_usd for o in outcomes]).reshape(shape)
         lat = np.array([o.latency_s for o in outcomes]).reshape(shape)
-        return cls(list(plans), correct, tok, lat)
+        return cls(list(plans), scores_of(outcomes).reshape(shape), tok, lat)
 
     def best_fitting(self, budget: Budget, columns: np.ndarray, z: float) -> int | None:
         """The plan of the best Perf on `columns` (question indices) whose upper cost bounds there fit `budget`,
@@ -69,16 +69,16 @@ class MenuScores:
                 fits &= upper_bounds(costs[:, columns], z) <= limit
         if not fits.any():
             return None
-        perf = graded_means(self.correct[:, columns])
+        perf = graded_means(self.score[:, columns])
         candidates = np.flatnonzero(fits)
         return int(min(candidates, key=lambda p: (-perf[p], self.tok[p, columns].mean())))
 
 
-def graded_means(correct: np.ndarray) -> np.ndarray:
+def graded_means(scores: np.ndarray) -> np.ndarray:
     """Each row's mean over its graded entries (0 where none is graded)."""
-    graded = ~np.isnan(correct)
+    graded = ~np.isnan(scores)
     counts = graded.sum(axis=1)
-    return np.where(counts > 0, np.nansum(correct, axis=1) / np.maximum(counts, 1), 0.0)
+    return np.where(counts > 0, np.nansum(scores, axis=1) / np.maximum(counts, 1), 0.0)
 
 
 def fold_of(questions: int, seed: int, folds: int = GUARD_FOLDS) -> np.ndarray:
@@ -102,7 +102,7 @@ def held_out_picks(scores: MenuScores, budget: Budget, folds: np.ndarray, z: flo
 
 
 def policy_wins(policy: np.ndarray, menu: np.ndarray, margin_z: float) -> tuple[bool, float, float]:
-    """Whether the policy's answers beat the menu's on the same questions (1/0, nan ungraded) by more than
+    """Whether the policy's answers beat the menu's on the same questions (scores, nan ungraded) by more than
     `margin_z` standard errors of the paired difference; with the mean difference and that margin."""
     both = ~np.isnan(policy) & ~np.isnan(menu)
     if not both.any():
@@ -172,7 +172,7 @@ def guard(
     decisions = []
     for target, budget in enumerate(run.targets):
         masses, answered = policy_outcomes(run.controller, run.experiment, val, budget, run.deltas[target])
-        policy = np.array([np.nan if o.correct is None else float(o.correct) for o in answered])
+        policy = scores_of(answered)
         on_validation = summarise(masses, answered, z)
         policy_perf, policy_fits = on_validation.perf, on_validation.meets(budget)
         best = scores.best_fitting(budget, every, z)
@@ -180,7 +180,7 @@ def guard(
         if best is None or picks is None:
             decisions.append(GuardDecision(budget, None, None, policy_perf, None, 0.0, 0.0))
             continue
-        menu = scores.correct[picks[on_val], on_val]
+        menu = scores.score[picks[on_val], on_val]
         wins, difference, margin = policy_wins(policy, menu, margin_z)
         menu_perf = float(graded_means(menu[None, :])[0])
         kept = None if wins and policy_fits else plans[best]

@@ -1,7 +1,8 @@
 """The one policy-gradient stack: reward, REINFORCE loss, config and optimiser step, shared by agentbalance's
 Trainer and every learned baseline, so a fix to one is a fix to all.
 
-R = Perf − λtok·Tok − λlat·Lat per sampled MAS; an answer that could not be graded has no reward (NaN) and is
+R = Perf − λtok·Tok − λlat·Lat per sampled MAS, Perf being the answer's quality score in [0, 1] (1/0 on right/wrong
+tasks); an answer that could not be graded has no reward (NaN) and is
 masked out of the loss, never counted as wrong. It never executes a MAS and never samples one.
 """
 
@@ -35,16 +36,16 @@ class PolicyGradientConfig:
 
 @dataclass(frozen=True)
 class Penalty:
-    """The reward's cost terms: R = correct - lambda_tok * Tok - lambda_lat * Lat (Tok: USD per 100 queries)."""
+    """The reward's cost terms: R = score - lambda_tok * Tok - lambda_lat * Lat (Tok: USD per 100 queries)."""
 
     lambda_tok: float
     lambda_lat: float
 
     def reward(self, outcome: Outcome) -> float:
         """The reward of one run; NaN when its answer could not be graded (masked out of the loss)."""
-        if outcome.correct is None:
+        if outcome.score is None:
             return math.nan
-        return float(outcome.correct) - self.lambda_tok * 100 * outcome.cost_usd - self.lambda_lat * outcome.latency_s
+        return float(outcome.score) - self.lambda_tok * 100 * outcome.cost_usd - self.lambda_lat * outcome.latency_s
 
 
 def epoch_batches(count: int, batch: int, generator: np.random.Generator) -> Iterator[np.ndarray]:

@@ -22,6 +22,17 @@ same_recorded_answer: SameAnswer = same_text
 normalisation (case, spacing, quotes, a final stop) is the same answer; a live world's runs pass the task's
 `same_answer` (math equivalence, numbers as numbers)."""
 
+PASS_SCORE = 0.5
+"""The quality from which an answer reads as right where a verdict is shown (`correct`): for right/wrong tasks,
+whose scores are exactly 1 and 0, the verdict is the grade itself; for a judge's scores it is the replay worlds'
+convention (their `correct` column is score >= 0.5). Perf, rewards and every mean are computed from the score;
+only what is right/wrong by nature reads this (a failure, in the RL-Focal-style diversity)."""
+
+
+def verdict(score: float | None) -> bool | None:
+    """The right/wrong reading of a quality score (None: ungraded)."""
+    return None if score is None else score >= PASS_SCORE
+
 
 CONVERSATION_HEADER = "The conversation so far (the application's messages before the question):"
 TextSink = Callable[[str], None]
@@ -32,7 +43,8 @@ TextSink = Callable[[str], None]
 class Completion:
     """One agent call's result. Usage is per call: callers sum what they are given, never a global counter.
 
-    `correct` is set by worlds that know the truth of this answer (simulated, replay); else None.
+    `score` is the answer's quality in [0, 1] (right/wrong: 1.0/0.0), set by worlds that know it (simulated,
+    replay: the gold, or a recorded grade or judge's score); else None. `correct` is its right/wrong reading.
     `cached`: served from the live world's response cache (nothing was paid; usage, cost and latency
     are the original call's, so traces stay comparable).
     `context_cut`: what the world cut from the inputs to fit the backbone's context window, if anything.
@@ -45,9 +57,13 @@ class Completion:
     cost_usd: float
     latency_s: float
     reasoning_tokens: int = 0
-    correct: bool | None = None
+    score: float | None = None
     cached: bool = False
     context_cut: str | None = None
+
+    @property
+    def correct(self) -> bool | None:
+        return verdict(self.score)
 
 
 @dataclass(frozen=True)

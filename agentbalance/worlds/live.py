@@ -403,7 +403,7 @@ class LiveWorld:
             cost_usd=call.backbone.call_cost_usd(response.prompt_tokens, response.completion_tokens),
             latency_s=response.latency_s,
             reasoning_tokens=response.reasoning_tokens,
-            correct=None,
+            score=None,
             cached=cached,
             context_cut=prompt.cut,
             usage_estimated=response.usage_estimated,

@@ -6,11 +6,14 @@ The folder is in the replay-world format (shared/data/README.md) with the option
 
 * questions.jsonl: id, domain, question, choices, answer (gold; null for code), source.
 * outcomes.csv.gz: one row per (question, backbone, sample): the answer as the task reads it from the
-  completion text ("" for code and for failures), correct (the world's own grade where it knows the truth,
-  else `task.score`; 0 when ungraded or failed), completion_tokens, cost_usd and latency_s as the world
-  reported them (live: API usage at catalog prices, measured seconds of the successful call). With K > 1
-  samples (each sample k is the call of the k-th agent on the backbone: in a live world `seed` = k at the
-  world's temperature, which must be above 0) a `sample` column numbers them; with K = 1 it is omitted.
+  completion text ("" for code and for failures), correct (1 when the answer's score is at least `PASS_SCORE`:
+  the world's own score where it knows it, else `task.score`; 0 when ungraded or failed), completion_tokens,
+  cost_usd and latency_s as the world reported them (live: API usage at catalog prices, measured seconds of the
+  successful call). With K > 1 samples (each sample k is the call of the k-th agent on the backbone: in a live
+  world `seed` = k at the world's temperature, which must be above 0) a `sample` column numbers them; with K = 1
+  it is omitted.
+  A `score` column keeps the scores when some score is neither 0 nor 1 (a world that knows a judge's quality);
+  right/wrong recordings have none.
 * models.yaml: the catalog's facts about each backbone (no `base_url`, no `api_key_env`: a replay world
   makes no calls), with the catalog's cost assumptions when they are not the defaults.
 
@@ -41,7 +44,7 @@ from agentbalance.mas import Agent
 from agentbalance.query import Query
 from agentbalance.roles import Role, RoleKind
 from agentbalance.tasks.base import Task
-from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, World
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, World, verdict
 
 SOLVER = Role(
     name="Solver",
@@ -69,11 +72,11 @@ class RecordSummary:
     calls: int
     failures: int
     cached: int  # calls served from a response cache (nothing paid for them now)
-    ungraded: int  # calls whose answer the task could not grade (unknown gold): written as correct 0
+    ungraded: int  # calls whose answer the task could not grade (unknown gold): written as correct 0, score 0
     cost_usd: float  # as reported by the world (cached calls at their original cost)
     wall_s: float
     paid_usd: float = 0.0  # what this recording paid: its calls not served from a cache
-    accuracy: dict[str, float] = field(default_factory=dict)  # per backbone, failures counted as wrong
+    accuracy: dict[str, float] = field(default_factory=dict)  # per backbone, the mean score (failures: 0)
     failures_by_backbone: dict[str, int] = field(default_factory=dict)
     errors: tuple[str, ...] = ()  # the first few failure messages, for the user
     samples: int = 1  # calls per (question, backbone)
@@ -90,7 +93,7 @@ class _Row:
     backbone: Backbone
     sample: int
     answer: str
-    correct: bool
+    score: float  # 0 when ungraded or failed
     graded: bool
     completion_tokens: int
     cost_usd: float
@@ -227,21 +230,19 @@ async def _ask(world: World, task: Task, query: Query, backbone: Backbone, sampl
     except AgentBalanceError:
         raise
     except AgentCallFailed as failure:
-        return _Row(
-            query, backbone, sample, "", False, True, 0, failure.cost_usd, failure.latency_s, error=str(failure)
-        )
+        return _Row(query, backbone, sample, "", 0.0, True, 0, failure.cost_usd, failure.latency_s, error=str(failure))
     except Exception as failure:  # a world bug: recorded like a failed call, never silent (as the runner does)
         error = f"{type(failure).__name__}: {failure}"
-        return _Row(query, backbone, sample, "", False, True, 0, 0.0, 0.0, error=error)
+        return _Row(query, backbone, sample, "", 0.0, True, 0, 0.0, 0.0, error=error)
     answer = _answer(world, task, query, completion)
-    correct = completion.correct if completion.correct is not None else task.score(query, answer)
+    score = completion.score if completion.score is not None else task.score(query, answer)
     return _Row(
         query,
         backbone,
         sample,
         "" if task.domain == "code" or answer is None else answer,
-        bool(correct),
-        correct is not None,
+        0.0 if score is None else float(score),
+        score is not None,
         completion.completion_tokens,
         completion.cost_usd,
         completion.latency_s,
@@ -272,10 +273,13 @@ def _questions_jsonl(queries: list[Query], task: Task) -> bytes:
 
 
 def _outcomes_csv_gz(rows: list[_Row], sampled: bool) -> bytes:
-    """The outcome rows; a `sample` column only when there are several samples (one-sample files unchanged)."""
+    """The outcome rows; a `sample` column only when there are several samples, a `score` column only when some
+    score is neither 0 nor 1 (right/wrong, one-sample files unchanged)."""
+    scored = any(row.score not in (0.0, 1.0) for row in rows)
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(SAMPLED_OUTCOME_HEADER if sampled else OUTCOME_HEADER)
+    header = SAMPLED_OUTCOME_HEADER if sampled else OUTCOME_HEADER
+    writer.writerow((*header, "score") if scored else header)
     for row in rows:
         writer.writerow(
             (
@@ -283,10 +287,11 @@ def _outcomes_csv_gz(rows: list[_Row], sampled: bool) -> bytes:
                 row.backbone.name,
                 *((row.sample,) if sampled else ()),
                 row.answer,
-                int(row.correct),
+                int(bool(verdict(row.score))),
                 row.completion_tokens,
                 repr(float(row.cost_usd)),
                 f"{row.latency_s:.4f}",
+                *((repr(row.score),) if scored else ()),
             )
         )
     buffer = io.BytesIO()
@@ -379,7 +384,7 @@ def _summary(
         cost_usd=sum(row.cost_usd for row in rows),
         wall_s=wall_s,
         paid_usd=sum(row.cost_usd for row in rows if not row.cached),
-        accuracy={name: sum(r.correct for r in own) / len(own) for name, own in per_backbone.items()},
+        accuracy={name: sum(r.score for r in own) / len(own) for name, own in per_backbone.items()},
         failures_by_backbone={name: sum(r.error is not None for r in own) for name, own in per_backbone.items()},
         errors=tuple(str(row.error) for row in failed[:5]),
         samples=samples,

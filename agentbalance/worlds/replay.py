@@ -1,17 +1,17 @@
 """Replay world: real recorded answers of real LLMs to real questions, combined by an explicit, swappable rule.
 
-It must never let an agent see gold answers, correctness labels or statistics of the val/test splits.
+It must never let an agent see gold answers, correctness labels, scores or statistics of the val/test splits.
 
 How a call is answered (the default rule, `WeightedVote`):
 
 * An agent's own answer is the recorded answer of its backbone on the query. A multi-sample world (an
   optional `sample` column) records K answers per question and backbone: the call names which one
   (`AgentCall.sample`, the k-th agent of a MAS on a backbone reads sample k), wrapped to k mod K.
-  The agent's answer, correctness, tokens, cost and latency all come from that sample.
+  The agent's answer, score, tokens, cost and latency all come from that sample.
 * An agent with inputs combines its own answer with its predecessors' answers by a weighted vote.
-  Each backbone m has a reliability r_m = (correct + 1) / (answered + 2): its Laplace-smoothed accuracy
-  on the TRAIN split only (a question counts once: `correct` adds the share of its samples that are
-  right). Its vote weight is w_m = max(0.05, logit(r_m) + log(K - 1)), with K the number of options
+  Each backbone m has a reliability r_m = (scored + 1) / (answered + 2): its Laplace-smoothed mean score
+  (accuracy, on right/wrong tasks) on the TRAIN split only (a question counts once: `scored` adds the mean
+  score of its samples). Its vote weight is w_m = max(0.05, logit(r_m) + log(K - 1)), with K the number of options
   (the query's choices; 10 for numeric answers; for choice-less letter questions the number of distinct
   letters making up at least 1% of the train-split recorded answers, a (question, backbone) weighing 1
   however many samples it has), the optimal weight of a voter that is right with probability r_m and
@@ -20,12 +20,16 @@ How a call is answered (the default rule, `WeightedVote`):
   decision 1.0: fields of `WeightedVote`). Empty answers abstain. The answer with the largest total
   weight wins; ties go to the answer with the largest single weight, then to the first answer string.
   The decision agent does the same over its inputs plus its own recorded answer.
-* Code worlds record no answers, only whether a backbone's solution passed the tests: the agent
-  SELECTS one solution (its own or one an input passed on) by the author's reliability x self-weight;
-  its answer names the author ("solution:<backbone>", "#k" appended for its sample k > 0) and the author's
-  recorded result is the outcome.
-* Correctness: the chosen answer against the gold answer; where the gold is unknown, the recorded
-  grade of a backbone (any of its samples) that gave the chosen answer (None if none did).
+* Worlds without recorded answers (code: whether a backbone's solution passed the tests; open-ended
+  questions: a judge's score of each response) are "code" worlds: the agent SELECTS one solution (its own
+  or one an input passed on) by the author's reliability x self-weight; its answer names the author
+  ("solution:<backbone>", "#k" appended for its sample k > 0) and the author's recorded score of that sample
+  is the outcome's.
+* Score (the answer's quality in [0, 1]): each recorded answer's score is its `score` column where the
+  world has one (a judge's quality), else its `correct` (1 or 0). An agent's answer scores 1 or 0 against
+  the gold answer where it is known; else it scores as the response that gave it: the agent's own recorded
+  one when the vote chose its own answer, else the response passed on by the most reliable input that gave
+  the chosen answer (None if none did). A backbone alone thus scores its recorded score.
 * Tokens: completion = the recorded completion length of the agent's own backbone (its sample); prompt =
   `estimate_prompt_tokens` (role prompt + question, characters / 4) + the inputs' completion tokens.
   Cost: the recorded cost plus the extra upstream text at the input price, else catalog prices.
@@ -59,7 +63,7 @@ from agentbalance.worlds.base import AgentCall, Completion, Upstream, estimate_p
 WorldKind = Literal["mcq", "numeric", "code"]
 SPLITS = ("train", "val", "test")
 OUTCOME_COLUMNS = ("id", "model", "answer", "correct", "completion_tokens", "cost_usd")
-OPTIONAL_OUTCOME_COLUMNS = ("latency_s", "sample")
+OPTIONAL_OUTCOME_COLUMNS = ("latency_s", "sample", "score")
 NUMERIC_OPTIONS = 10  # K of the vote weight for free-form numeric answers
 MIN_LETTER_SHARE = 0.01  # a letter counts as an option of choice-less MCQ if >= 1% of train answers
 SOLUTION_PREFIX = "solution:"
@@ -76,7 +80,7 @@ class Ballot:
 
     answer: str | None  # None or "" abstains; in code worlds, "solution:<author>"
     backbone: str  # who vouches for it (code worlds: the solution's author)
-    reliability: float  # Laplace-smoothed train-split accuracy, in (0, 1)
+    reliability: float  # Laplace-smoothed train-split mean score (accuracy), in (0, 1)
     own: bool = False  # the calling agent's own recorded answer
     sample: int = 0  # which recorded sample of `backbone` it is (code worlds: of the solution)
 
@@ -236,6 +240,14 @@ def _read_outcomes(path: Path) -> pd.DataFrame:
         )
         return values.astype(np.int64)
 
+    def scores() -> np.ndarray:
+        """Each answer's quality: the `score` column (a judge's, in [0, 1]) where present, else `correct` as 1/0."""
+        if "score" not in table.columns:
+            return (table["correct"] == "1").to_numpy(dtype=np.float64)
+        values = pd.to_numeric(table["score"].str.strip(), errors="coerce")
+        fail(~((values >= 0) & (values <= 1)), "score", "a number from 0 to 1")  # NaN (unparsable) fails too
+        return values.to_numpy(dtype=np.float64)
+
     for column in ("id", "model"):
         fail(table[column].str.strip() == "", column, "a non-empty name")
     fail(~table["correct"].isin(["0", "1"]), "correct", "0 or 1")
@@ -244,7 +256,7 @@ def _read_outcomes(path: Path) -> pd.DataFrame:
             "id": table["id"],
             "model": table["model"],
             "answer": table["answer"].str.strip(),
-            "correct": (table["correct"] == "1").to_numpy(),
+            "score": scores(),
             "completion_tokens": integers("completion_tokens", MAX_RECORDED_TOKENS),
         }
     )
@@ -367,8 +379,8 @@ class ReplayWorld:
         at = (qi, mi, sample)
         self._answers = np.full((n_q, n_m, depth), "", dtype=object)
         self._answers[at] = answers
-        self._correct = np.zeros((n_q, n_m, depth), dtype=bool)
-        self._correct[at] = outcomes["correct"].to_numpy()
+        self._score = np.zeros((n_q, n_m, depth), dtype=np.float64)
+        self._score[at] = outcomes["score"].to_numpy()
         self._tokens = np.zeros((n_q, n_m, depth), dtype=np.int64)
         self._tokens[at] = outcomes["completion_tokens"].to_numpy()
         self._cost = np.full((n_q, n_m, depth), np.nan)
@@ -380,7 +392,7 @@ class ReplayWorld:
         # Statistics per (question, backbone) average over its samples, so a question counts once however
         # many samples it has (and a single-sample world's numbers are exactly the recorded ones).
         per_pair = np.maximum(self._samples, 1)
-        self._mean_correct = self._correct.sum(axis=2) / per_pair
+        self._mean_score = self._score.sum(axis=2) / per_pair
         self._mean_tokens = self._tokens.sum(axis=2) / per_pair
         self._gold = [self._answer_key(q.answer) for q in questions]
 
@@ -389,8 +401,8 @@ class ReplayWorld:
         self._ranking = split_ranking([q.id for q in questions], seed)
         self._split = split_codes(self._ranking, split)
         train = (self._split == 0)[:, None] & self._present
-        # Reliability: Laplace-smoothed accuracy on the TRAIN split only (never val/test), a question counting once.
-        self._reliability = ((self._mean_correct * train).sum(axis=0) + 1.0) / (train.sum(axis=0) + 2.0)
+        # Reliability: Laplace-smoothed mean score on the TRAIN split only (never val/test), a question counting once.
+        self._reliability = ((self._mean_score * train).sum(axis=0) + 1.0) / (train.sum(axis=0) + 2.0)
         self._letter_options = self._train_letter_count(train)
 
     @classmethod
@@ -427,21 +439,22 @@ class ReplayWorld:
         return [self.questions[row] for row in in_split]
 
     def reliability(self, backbone: str) -> float:
-        """The backbone's Laplace-smoothed accuracy on the train split: what the combination rule may know."""
+        """The backbone's Laplace-smoothed mean score (accuracy) on the train split: what the combination rule may
+        know."""
         return float(self._reliability[self._backbone_index(backbone)])
 
     def accuracy(self, backbone: str, split: str = "train") -> float:
-        """The backbone's plain recorded accuracy (0-1) on a split, for calibration and reports: the mean over
-        questions of the share of its samples that are right (one sample: its share of right answers)."""
+        """The backbone's plain recorded mean score (0-1; on right/wrong tasks its accuracy) on a split, for
+        calibration and reports: the mean over questions of the mean score of its samples there."""
         j = self._backbone_index(backbone)
         rows = (self._split == self._split_code(split)) & self._present[:, j]
         if not rows.any():
             raise AgentBalanceError(f"{self.name}: backbone {backbone!r} has no recorded outcome on the {split} split")
-        return float(self._mean_correct[rows, j].mean())
+        return float(self._mean_score[rows, j].mean())
 
     def calibrated_catalog(self, split: str = "train") -> Catalog:
         """The world's catalog calibrated on `split` (the paper's small local calibration): scores["replay"]
-        = each backbone's recorded accuracy (%), and its typical completion length = its recorded median,
+        = each backbone's recorded mean score (%), and its typical completion length = its recorded median,
         so TokCost and Lat reflect how much each backbone really writes (reasoning models differ 4x)."""
         backbones = [
             b.model_copy(
@@ -485,10 +498,11 @@ class ReplayWorld:
         return recorded.model_copy(update={"context": query.context}) if query.context else recorded
 
     def solve_rate(self, query_id: str) -> float:
-        """The share of this world's recorded backbones that answered the question right (samples averaged): how
-        hard it was for these models. For benchmarks that pick hard questions; no agent ever reads it."""
+        """The mean score of this world's recorded backbones on the question (samples averaged; right/wrong: the
+        share that answered it right): how hard it was for these models. For benchmarks that pick hard
+        questions; no agent ever reads it."""
         row = self._query_row(query_id)
-        return float(self._mean_correct[row][self._present[row]].mean())
+        return float(self._mean_score[row][self._present[row]].mean())
 
     def samples(self, query_id: str, backbone: str) -> int:
         """How many samples of `backbone` are recorded on the question (1 without a `sample` column): the k-th
@@ -511,9 +525,9 @@ class ReplayWorld:
             )
         recording = (qi, mi, call.sample % int(self._samples[qi, mi]) if call.sample else 0)  # past K: wrap
         if self.kind == "code":
-            answer, correct, text = self._select_solution(call, recording)
+            answer, score, text = self._select_solution(call, recording)
         else:
-            answer, correct = self._vote(call, recording)
+            answer, score = self._vote(call, recording)
             text = f"Answer: {answer}" if answer is not None else "Answer: (none)"
 
         completion_tokens = int(self._tokens[recording])
@@ -533,23 +547,23 @@ class ReplayWorld:
             cost_usd=cost,
             latency_s=self._latency_s(backbone, recording, completion_tokens),
             reasoning_tokens=0,  # the recordings do not separate reasoning from answer tokens
-            correct=correct,
+            score=score,
         )
 
-    def _vote(self, call: AgentCall, recording: Recording) -> tuple[str | None, bool | None]:
+    def _vote(self, call: AgentCall, recording: Recording) -> tuple[str | None, float | None]:
         qi, mi, _ = recording
-        answer = self._answers[recording] or None
+        own = self._answers[recording] or None
         if not call.inputs:
-            return answer, self._grade(qi, answer)
-        ballots = [Ballot(answer, call.backbone.name, float(self._reliability[mi]), own=True)]
+            return own, self._grade(call, recording, own)
+        ballots = [Ballot(own, call.backbone.name, float(self._reliability[mi]), own=True)]
         ballots += [
             Ballot(self._answer_key(u.completion.answer), u.backbone.name, self.reliability(u.backbone.name))
             for u in call.inputs
         ]
         answer = self.rule.vote(ballots, call.role.kind, self._options(qi))
-        return answer, self._grade(qi, answer)
+        return answer, self._grade(call, recording, answer)
 
-    def _select_solution(self, call: AgentCall, recording: Recording) -> tuple[str, bool, str]:
+    def _select_solution(self, call: AgentCall, recording: Recording) -> tuple[str, float, str]:
         qi, mi, sample = recording
         name = call.backbone.name
         ballots = [Ballot(_solution(name, sample), name, float(self._reliability[mi]), own=True, sample=sample)]
@@ -565,7 +579,7 @@ class ReplayWorld:
         sample = chosen.sample % int(self._samples[qi, author_index])
         return (
             _solution(chosen.backbone, sample),
-            bool(self._correct[qi, author_index, sample]),
+            float(self._score[qi, author_index, sample]),
             f"Solution from {chosen.backbone}",
         )
 
@@ -582,14 +596,17 @@ class ReplayWorld:
                 return author, int(sample)
         return upstream.backbone.name, 0
 
-    def _grade(self, qi: int, answer: str | None) -> bool | None:
-        """Against the gold when known; else the recorded grade of a backbone that gave this answer (no
-        answer: one that recorded none), if any."""
-        gold = self._gold[qi]
+    def _grade(self, call: AgentCall, recording: Recording, answer: str | None) -> float | None:
+        """The score of the answer an agent gives: 1 or 0 against the gold when known; else the score of the
+        response that gave it, the agent's own recording (no answer: its abstention's) when the answer is its
+        own, else the score passed on by the most reliable input that gave it (None if none did)."""
+        gold = self._gold[recording[0]]
         if gold is not None:
-            return answer == gold
-        gave = self._recorded[qi] & (self._answers[qi] == (answer or ""))  # any backbone's, any sample's
-        return bool(self._correct[qi][gave].any()) if gave.any() else None
+            return float(answer == gold)
+        if (self._answers[recording] or None) == answer:
+            return float(self._score[recording])
+        gave = [u for u in call.inputs if self._answer_key(u.completion.answer) == answer]
+        return max(gave, key=lambda u: self.reliability(u.backbone.name)).completion.score if gave else None
 
     def _latency_s(self, backbone: Backbone, recording: Recording, completion_tokens: int) -> float:
         if self._latency is not None and not math.isnan(self._latency[recording]):

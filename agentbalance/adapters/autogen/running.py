@@ -143,7 +143,7 @@ class ExecutionClient(ChatCompletionClient):
                     failed_cost_usd=cost,
                     failed_prompt_tokens=prompt,
                 )
-            world = inner.completions[-1]  # the world's own completion: its answer, latency, truth (`correct`)
+            world = inner.completions[-1]  # the world's own completion: its answer, latency, grade (`score`)
             return AgentResult(
                 replace(world, text=text, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost)
             )

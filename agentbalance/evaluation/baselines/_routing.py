@@ -22,6 +22,7 @@ from agentbalance.policy import sampling
 from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
 from agentbalance.query import Query
 from agentbalance.roles import RoleKind, RoleSet
+from agentbalance.worlds.base import verdict
 
 HIDDEN = 64
 VECTOR_DIM = HIDDEN + BACKBONE_NUMERIC_FEATURES  # a backbone's vector from BackboneScorer.vectors
@@ -200,10 +201,11 @@ def expert_role(roles: RoleSet) -> str:
 
 
 def single_backbone_outcomes(experiment: Experiment, queries: Sequence[Query]) -> np.ndarray:
-    """[items, kept backbones] whether each kept backbone alone (as the decision role) answers each query right,
-    over the queries where every backbone's answer could be graded (the others tell nothing of who is right)."""
+    """[items, kept backbones] whether each kept backbone alone (as the decision role) answers each query right
+    (its score's right/wrong reading, `verdict`: ensembles fail or not), over the queries where every backbone's
+    answer could be graded (the others tell nothing of who is right)."""
     decision = experiment.roles.decision.name
     singles = [MAS.single(decision, name) for name in experiment.kept]
     outcomes = experiment.execute([(single, query) for query in queries for single in singles])
-    grades = np.array([o.correct for o in outcomes], dtype=object).reshape(len(queries), len(singles))
+    grades = np.array([verdict(o.score) for o in outcomes], dtype=object).reshape(len(queries), len(singles))
     return grades[(grades != None).all(axis=1)].astype(bool)  # noqa: E711 (element-wise comparison)

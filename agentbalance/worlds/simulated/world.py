@@ -239,7 +239,7 @@ class SimulatedWorld:
             reasoning_tokens=int(completion_tokens * 0.8) if backbone.reasoning else 0,
             cost_usd=backbone.call_cost_usd(prompt_tokens, completion_tokens),
             latency_s=latency,
-            correct=(answer == profile.gold) if profile.gold_known else None,
+            score=float(answer == profile.gold) if profile.gold_known else None,
         )
 
     def _own_answer(self, profile: QueryProfile, backbone: Backbone, p_own: float, key: tuple[str, ...]) -> str | None:
