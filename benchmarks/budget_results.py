@@ -75,8 +75,9 @@ def single_backbones(world, roles, queries) -> list[dict[str, float]]:
 
 def paired_comparison(ours: list[Outcome], theirs: list[Outcome]) -> dict[str, float | int | bool]:
     """Ours minus theirs on the same questions: the gap, its 95% interval, and an exact one-sided sign
-    test on the questions only one of the two gets right (McNemar's exact test): is ours worse?"""
-    gains = np.array([float(a.correct) - float(b.correct) for a, b in zip(ours, theirs, strict=True)])
+    test on the questions only one of the two gets right (McNemar's exact test; with quality scores, a sign test
+    on the questions where one scores higher): is ours worse?"""
+    gains = np.array([o.score for o in ours], dtype=float) - np.array([o.score for o in theirs], dtype=float)
     spread = 1.96 * gains.std(ddof=1) / math.sqrt(len(gains)) if len(gains) > 1 else 0.0
     wins, losses = int((gains > 0).sum()), int((gains < 0).sum())
     p_worse = binomtest(losses, wins + losses, 0.5, alternative="greater").pvalue if wins + losses else 1.0

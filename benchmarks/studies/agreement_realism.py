@@ -39,7 +39,7 @@ from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import rollout_execution
 from agentbalance.splits import synthetic_split
 from agentbalance.worlds import open_world
-from agentbalance.worlds.base import World
+from agentbalance.worlds.base import World, verdict
 from agentbalance.worlds.replay import ReplayWorld
 from agentbalance.worlds.simulated import relation
 
@@ -55,7 +55,7 @@ def answers_of(world: World, roles: RoleSet, queries: Sequence[Query], backbones
     for backbone in backbones:
         mas = MAS.single(ROLE, backbone)
         runs = [rollout_execution(world, roles, mas, q).outcome() for q in queries]
-        table[backbone] = ([o.answer or None for o in runs], [bool(o.correct) for o in runs])
+        table[backbone] = ([o.answer or None for o in runs], [bool(verdict(o.score)) for o in runs])
     return table
 
 

@@ -135,7 +135,7 @@ def roles_and_inputs(world: SimulatedWorld, queries: Sequence[Query], roles: dic
             "u",
             math["Mathematician"],
             world.catalog["qwen3-1.7b"],
-            Completion("x", answer, 10, 200, 0.0, 1.0, correct=right),
+            Completion("x", answer, 10, 200, 0.0, 1.0, score=float(right)),
         )
 
     wrong = lambda q: [upstream(q, False)]  # noqa: E731

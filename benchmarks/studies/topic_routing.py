@@ -45,12 +45,12 @@ FOLDS = 5  # the guard's cross-validation on the known questions
 
 
 def correctness(experiment: Experiment, backbones: Sequence[str], queries: Sequence[Query]) -> np.ndarray:
-    """[queries, backbones] 1.0 where the backbone alone answers the query right."""
+    """[queries, backbones] the score of the backbone alone on the query (1.0 right, 0.0 wrong or ungraded)."""
     columns = []
     for backbone in backbones:
         mas = single_mas(experiment.roles, backbone)
         outcomes = experiment.execute([(mas, query) for query in queries])
-        columns.append([float(bool(outcome.correct)) for outcome in outcomes])
+        columns.append([0.0 if outcome.score is None else outcome.score for outcome in outcomes])
     return np.array(columns).T
 
 
