@@ -15,9 +15,9 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 TORCH_PIP_ARGS ?=
 STAMP := $(VENV)/.agentbalance-installed
-# The suite runs on every core (pytest-xdist): a test file per worker, so that its module fixtures are built
-# once, and the files sharing a session build on one worker (tests/conftest.py); PARALLEL= runs it in one process.
-PARALLEL ?= -n auto --dist loadgroup
+# The suite runs on every core (pytest-xdist): each test file on one worker, so that its module fixtures are
+# built once (a session fixture is built once per worker that uses it); PARALLEL= runs it in one process.
+PARALLEL ?= -n auto --dist loadfile
 
 LOCAL_STAMP := $(VENV)/.agentbalance-local-installed
 # llama-cpp-python's portable build and the folder that keeps its wheels (.ci/llama-cpp-wheel.sh).

@@ -78,23 +78,6 @@ def small_experiment(tmp_path_factory: pytest.TempPathFactory, shared_embeddings
 SMALL_BUILD = ("--train", "40", "--val", "20", "--test", "20", "--epochs", "1", "--restarts", "1")
 
 
-# session fixtures that build: under pytest-xdist, the files that use one share a worker, which builds it once
-SHARED_BUILDS = ("built_run", "trained_run", "seeds_sweep")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for pytest-xdist's `--dist loadgroup` (`make test`): a test file's tests run on one worker, so its
-    module fixtures are built once, and the files that use one of `SHARED_BUILDS` run on one worker too, so the
-    session's build is not trained again on every worker. Without xdist the marks change nothing."""
-    uses: dict[Path, set[str]] = {item.path: set() for item in items}
-    for item in items:
-        uses[item.path] |= set(getattr(item, "fixturenames", ())) & set(SHARED_BUILDS)
-    for item in items:
-        shared = sorted(uses[item.path])
-        group = shared[0] if shared else str(item.path.name)
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture(scope="session")
 def built_run(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Path) -> Built:
     """One small trained controller (simulated world, 40 / 20 / 20 questions, Tok 0.5 and Lat 60 budgets, 2 epochs,
