@@ -24,7 +24,7 @@ from agentbalance.roles import RoleSet
 from agentbalance.runtime.rollout import Grader, Outcome, execute
 from agentbalance.splits import Splits, task_splits, world_splits
 from agentbalance.tasks.base import Task
-from agentbalance.worlds import LiveOptions, open_task, open_world
+from agentbalance.worlds import JudgeSpec, LiveOptions, judged, open_task, open_world
 from agentbalance.worlds.base import RecordedWorld, SyncWorld, World, pooled_catalog, same_recorded_answer
 
 
@@ -41,6 +41,7 @@ class ExperimentSpec:
     data: str | None = None
     limit: int | None = None
     live: LiveOptions | None = None
+    judge: JudgeSpec | None = None  # grade every answer with an LLM judge (a live world's questions without gold)
     complements: bool = True  # pool dominated backbones whose cascades pay on the training split (free worlds)
     seed: int = 0
 
@@ -67,7 +68,7 @@ def resolve_world(spec: ExperimentSpec) -> tuple[World, ControllerCatalogs, Role
     if task is not None:
         live = dataclasses.replace(live, parse=task.parse)
     catalog = Catalog.load(spec.catalog) if spec.catalog else None
-    world = open_world(spec.world, catalog, seed=spec.seed, live=live)
+    world = judged(open_world(spec.world, catalog, seed=spec.seed, live=live), spec.judge, live, spec.seed)
     if not isinstance(world, SyncWorld) and task is None:
         raise AgentBalanceError(
             f"training in the {spec.world!r} world needs --task NAME: its scorer grades the answers"

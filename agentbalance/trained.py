@@ -35,7 +35,7 @@ from agentbalance.runtime.runner import Runner
 from agentbalance.runtime.trace import Trace
 from agentbalance.tasks.base import Task
 from agentbalance.train.run_folder import RunConfig, load_controller, run_catalogs, run_roles
-from agentbalance.worlds import LiveOptions
+from agentbalance.worlds import JudgeSpec, LiveOptions
 from agentbalance.worlds.base import RecordedWorld, SameAnswer, World, same_recorded_answer
 
 SPLITS = ("train", "val", "test", "all")
@@ -241,23 +241,28 @@ class TrainedController:
         data: str | None = None,
         limit: int | None = None,
         live: LiveOptions | None = None,
+        judge: JudgeSpec | None = None,
     ) -> ExperimentSpec:
         """The experiment it was built on, with what the caller changes: another world (a replay world then
         brings its own catalog; the simulator and a live endpoint keep the run's, unless `catalog` names one),
-        seed, or task (then `data`/`limit` are that task's)."""
+        seed, task (then `data`/`limit` are that task's), or judge (a live world's default: the run's own)."""
         saved = self.config.task
         if task is None and saved is not None:  # the run's own task, with what the caller overrides
             task = saved.name
             data = saved.data if data is None else data
             limit = saved.limit if limit is None else limit
+        opened = world or self.config.world
+        if judge is None and self.config.judge is not None and opened == "live":
+            judge = JudgeSpec(**self.config.judge)  # type: ignore[arg-type]
         return ExperimentSpec(
-            world=world or self.config.world,
+            world=opened,
             catalog=catalog or self.config.catalog_for(world),
             sizes=self.config.split_sizes,
             task=task,
             data=data,
             limit=limit,
             live=live,
+            judge=judge,
             seed=self.seed if seed is None else seed,
         )
 

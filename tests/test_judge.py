@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query, Turn
@@ -152,3 +154,150 @@ def test_a_user_rubric_replaces_both_defaults(tmp_path: Path) -> None:
         assert asyncio.run(judge.grade(WITH_ANSWER, "Canberra")).score == 1.0
         system, user = server.requests[-1].body["messages"]  # type: ignore[index]
         assert system["content"] == rubric.system and user["content"] == f"{WITH_ANSWER.render()}\n---\nCanberra"
+
+
+def judge_or_answer(body: dict[str, Any]) -> str:
+    """A loopback responder: a rating for the judge's calls (its rubric as the system message), else an answer."""
+    system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
+    return "Useful advice. Rating: [[8]]" if "impartial judge" in system else f"Water it weekly, says {body['model']}."
+
+
+def test_record_with_a_judge_writes_its_scores_and_counts_its_cost_apart(tmp_path: Path) -> None:
+    """`record --judge`: every answer of a question file without gold is graded, the scores are the replay world's
+    `score` column (so it trains offline), the judge's calls are reported apart, and a rerun asks nothing again."""
+    import pandas as pd
+
+    from agentbalance.worlds.replay import ReplayWorld
+    from tests.conftest import agentbalance
+
+    write_catalog(tmp_path)
+    questions = tmp_path / "questions.jsonl"
+    lines = [{"id": f"open-{i}", "question": f"How do I keep plant number {i} alive indoors?"} for i in range(3)]
+    questions.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    with LoopbackServer(api_keys={KEY}, responder=judge_or_answer) as server:
+        command = ["record", "--world", "live", "--base-url", server.base_url, "--task", "jsonl"]
+        command += ["--data", str(questions), "--catalog", "catalog.yaml", "--cache-dir", "cache", "--out", "world"]
+        done = agentbalance(*command, "--judge", "tiny", cwd=tmp_path, env={"AGENTBALANCE_API_KEY": KEY})
+        assert done.returncode == 0, done.stderr
+        assert "recorded 3 questions x 3 backbones" in done.stdout
+        assert "judge: 9 calls (0 from the cache)" in done.stdout and "not part of the recorded costs" in done.stdout
+        judged = [r for r in server.requests if "impartial judge" in r.body["messages"][0]["content"]]  # type: ignore[index]
+        assert len(judged) == 9 and len(server.requests) == 18
+        assert {r.body["temperature"] for r in judged} == {0}  # type: ignore[index]
+
+        outcomes = pd.read_csv(tmp_path / "world" / "outcomes.csv.gz")
+        assert outcomes["score"].tolist() == pytest.approx([7 / 9] * 9) and set(outcomes["correct"]) == {1}
+        world = ReplayWorld.load(tmp_path / "world")
+        assert world.accuracy("think", "train") == pytest.approx(7 / 9)
+
+        env = {"AGENTBALANCE_API_KEY": KEY}
+        again = agentbalance(*command, "--judge", "tiny", "--out", "again", cwd=tmp_path, env=env)
+        assert again.returncode == 0, again.stderr
+        assert "judge: 9 calls (9 from the cache)" in again.stdout and len(server.requests) == 18  # nothing asked again
+
+
+def test_a_judge_needs_real_answers_and_a_backbone_it_knows(tmp_path: Path) -> None:
+    from tests.conftest import agentbalance
+
+    for extra, message in [
+        (["--world", "sim", "--judge", "qwen3-8b"], "--judge grades real answers, and the simulated world"),
+        (["--world", "live", "--base-url", "http://127.0.0.1:9", "--judge", "nobody"], "nobody"),
+    ]:
+        command = ["record", "--task", "synthetic-general", "--limit", "2", "--out", "w", *extra]
+        refused = agentbalance(*command, cwd=tmp_path, env={"AGENTBALANCE_API_KEY": KEY})
+        assert refused.returncode == 2 and refused.stderr.startswith("error: ") and message in refused.stderr
+        assert not (tmp_path / "w").exists()
+
+
+def rated_by_backbone(body: dict[str, Any]) -> str:
+    """A loopback responder: the judge rates qwen3-8b's answers 9 and every other backbone's 4; agents answer as the
+    default responder does (their text names their backbone)."""
+    from tests.loopback_server import default_responder
+
+    system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
+    if "impartial judge" not in system:
+        return default_responder(body)
+    return "Rating: [[9]]" if "qwen3-8b works" in body["messages"][-1]["content"] else "Rating: [[4]]"
+
+
+def test_build_evaluate_and_curve_on_questions_without_gold_grade_with_a_judge(tmp_path: Path) -> None:
+    """Live questions without gold answers: `build` and `curve` refuse them without a judge (nothing to train or
+    measure by) and work with `--judge`, reporting its cost apart; `evaluate` grades with the run's own judge."""
+    from tests.conftest import agentbalance, write_math_questions
+
+    lines = [json.loads(line) for line in write_math_questions(tmp_path / "q.jsonl", 16).read_text().splitlines()]
+    (tmp_path / "open.jsonl").write_text("".join(json.dumps({**q, "answer": None}) + "\n" for q in lines))
+    small = ["--train", "8", "--val", "4", "--test", "4"]
+    with LoopbackServer(api_keys={KEY}, responder=rated_by_backbone) as server:
+        env = {"AGENTBALANCE_API_KEY": KEY, "AGENTBALANCE_BASE_URL": server.base_url}
+        task = ["--world", "live", "--task", "jsonl", "--data", "open.jsonl", "--cache-dir", "cache", *small]
+        build = ["build", "--budget-tok", "1", *task, "--max-pool", "1", "--epochs", "1", "--restarts", "1"]
+        refused = agentbalance(*build, "--out", "refused", cwd=tmp_path, env=env)
+        assert refused.returncode == 2 and "none of the 8 training questions can be graded" in refused.stderr
+
+        built = agentbalance(*build, "--judge", "qwen3-8b", "--out", "run", cwd=tmp_path, env=env)
+        assert built.returncode == 0, built.stderr
+        assert "judge: " in built.stdout and "(apart from the Tok of the MAS)" in built.stdout
+        metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+        config = json.loads((tmp_path / "run" / "config.json").read_text())
+        assert metrics["judge"]["calls"] > 0 and config["judge"]["backbone"] == "qwen3-8b"
+        assert (
+            metrics["val"]["n_graded"] == metrics["val"]["n"] > 0 and 1 / 3 <= metrics["val"]["perf"] <= 8 / 9
+        )  # ratings 4 and 9 of 10
+
+        evaluated = agentbalance("evaluate", "--model", "run", "--json", cwd=tmp_path, env=env)
+        assert evaluated.returncode == 0, evaluated.stderr
+        result = json.loads(evaluated.stdout)
+        assert (
+            result["n_graded"] == result["n"] > 0 and 1 / 3 <= result["perf"] <= 8 / 9 and "judge: " in evaluated.stderr
+        )
+
+        curve = ["curve", "--methods", "single", *task[:6], *small, "--out", "curve"]  # its cache: the environment's
+        env["AGENTBALANCE_CACHE_DIR"] = str(tmp_path / "cache")
+        refused = agentbalance(*curve, cwd=tmp_path, env=env)
+        assert refused.returncode == 2 and "none of the 8 training questions can be graded" in refused.stderr
+        drawn = agentbalance(*curve, "--judge", "qwen3-8b", cwd=tmp_path, env=env)
+        assert drawn.returncode == 0, drawn.stderr
+        assert "judge: USD" in drawn.stdout and "apart from every Tok" in drawn.stdout
+        rows = (tmp_path / "curve" / "curve.csv").read_text().splitlines()
+        perf = {row.split(",")[1]: float(row.split(",")[2]) for row in rows[1:] if row.startswith("single,")}
+        expected = {name: 8 / 9 if name.startswith("qwen3-8b") else 1 / 3 for name in perf}  # -think: the same model
+        assert len(perf) > 2 and perf == pytest.approx(expected)
+
+
+def test_run_grades_with_a_judge_of_another_catalog_and_a_users_rubric(tmp_path: Path) -> None:
+    """`run --judge NAME --judge-catalog FILE --judge-rubric FILE`: the judge is a backbone of its own catalog, told
+    the user's rubric, and its rating on the rubric's scale is the answer's score."""
+    from tests.conftest import agentbalance
+
+    write_catalog(tmp_path)
+    (tmp_path / "judges.yaml").write_text(
+        yaml.safe_dump({"backbones": [{"name": "grader", "model": "grader-model", "family": "test", "reasoning": False,
+                                        "params_active_b": 8, "price_in": 2.0, "price_out": 8.0}]})
+    )  # fmt: skip
+    (tmp_path / "kindness.yaml").write_text(
+        "system: 'Rate how kind the answer is, 0 to 4, as Rating: [[N]].'\nprompt: '{question}\\n---\\n{answer}'\n"
+        "scale: [0, 4]\n",
+        encoding="utf-8",
+    )
+    mas = {"agents": [{"id": "a", "role": "Mathematician", "backbone": "mid"}], "edges": [], "decision": "a"}
+    (tmp_path / "mas.json").write_text(json.dumps(mas))
+
+    def kind(body: dict[str, Any]) -> str:
+        return "Rating: [[3]]" if body["model"] == "grader-model" else "Be gentle with it."
+
+    with LoopbackServer(api_keys={KEY}, responder=kind) as server:
+        command = ["run", "--mas", "mas.json", "--world", "live", "--base-url", server.base_url, "--catalog"]
+        command += ["catalog.yaml", "--roles", "math", "--cache-dir", "cache", "How should I talk to my plant?"]
+        env = {"AGENTBALANCE_API_KEY": KEY}
+        judge = ["--judge", "grader", "--judge-catalog", "judges.yaml", "--judge-rubric", "kindness.yaml"]
+        done = agentbalance(*command, *judge, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        said = " ".join(done.stdout.split())
+        assert "score 0.75" in said and "judge: 1 calls (0 from the cache)" in said
+        (graded,) = server.requests_for("grader-model")
+        assert graded.body["messages"][0]["content"].startswith("Rate how kind")  # type: ignore[index]
+        assert "Be gentle with it." in graded.body["messages"][1]["content"]  # type: ignore[index]
+
+        lone = agentbalance(*command, "--judge-rubric", "kindness.yaml", cwd=tmp_path, env=env)
+        assert lone.returncode == 2 and "name it with --judge NAME" in lone.stderr

@@ -39,7 +39,6 @@ from tests.test_cli import agentbalance
 from tests.test_cli_build import one_error_line
 from tests.test_replay_world import MODELS, N, mcq_tables, write_world
 
-CODE = RoleSet.load("code")
 GENERAL = RoleSet.load("general")
 
 
@@ -112,11 +111,13 @@ def test_without_a_score_column_each_answer_scores_its_correct_as_one_or_zero(tm
 
 
 def test_a_score_column_is_each_recorded_answers_quality(open_world: ReplayWorld) -> None:
-    assert open_world.kind == "code", "no recorded answers: a backbone's response is selected, as code is"
+    assert open_world.kind == "open", "no recorded answers, a judge's scores: a backbone's response is selected"
+    assert open_world.default_roles == "general", "open-ended questions are answered by the general roles, not code's"
     for i, query in enumerate(open_world.questions):
         for model in MODELS:
-            agent = Agent(id="a", role="Programming Expert", backbone=model)
-            completion = open_world.answer(AgentCall(agent, CODE[agent.role], open_world.catalog[model], query))
+            agent = Agent(id="a", role="Scientist", backbone=model)
+            completion = open_world.answer(AgentCall(agent, GENERAL[agent.role], open_world.catalog[model], query))
+            assert completion.text == f"Response from {model}"
             assert completion.score == pytest.approx(recorded_score(model, i))
             assert completion.correct is (recorded_score(model, i) >= 0.5)
     train = [int(q.id[1:]) for q in open_world.queries("train")]
@@ -131,7 +132,7 @@ def test_perf_of_a_backbone_alone_is_its_mean_score_and_its_standard_error_the_s
     for model in MODELS:
         scores = np.array([recorded_score(model, i) for i in range(N)])
         evaluation = summarise(
-            [MAS.single("Decision Maker", model)] * N, alone(open_world, CODE, model, open_world.questions), 1.64
+            [MAS.single("Decision Maker", model)] * N, alone(open_world, GENERAL, model, open_world.questions), 1.64
         )
         assert evaluation.perf == pytest.approx(scores.mean())
         assert evaluation.perf != pytest.approx((scores >= 0.5).mean()), "the score, not the share of `correct`"
@@ -149,9 +150,9 @@ def test_right_or_wrong_perf_keeps_the_bernoulli_standard_error() -> None:
 
 
 def test_a_mas_answer_scores_as_the_recorded_response_it_passes_on(tmp_path: Path, open_world: ReplayWorld) -> None:
-    solvers = [("s1", "Programming Expert", "beta"), ("s2", "Algorithm Designer", "delta")]
+    solvers = [("s1", "Scientist", "beta"), ("s2", "Historian", "delta")]
     mas = MAS.load(write_panel_mas(tmp_path / "mas.json", solvers, ("d", "Decision Maker", "gamma")))
-    traces = Runner(open_world, CODE).run_sync([(mas, query) for query in open_world.questions])
+    traces = Runner(open_world, GENERAL).run_sync([(mas, query) for query in open_world.questions])
     authors = set()
     for i, trace in enumerate(traces):
         author = str(trace.answer).removeprefix("solution:")
@@ -274,6 +275,7 @@ def test_a_recording_keeps_the_scores_of_a_world_that_knows_them(tmp_path: Path,
 def test_alpacaeval2_perf_of_each_backbone_alone_is_its_mean_recorded_score(shared_data: Path) -> None:
     folder = world_folder(shared_data, "alpacaeval2-dev")
     world = ReplayWorld.load(folder)
+    assert (world.kind, world.default_roles) == ("open", "general")
     roles = RoleSet.load(world.default_roles)
     test = world.queries("test")
     recorded = pd.read_csv(folder / "outcomes.csv.gz", keep_default_na=False, dtype={"id": str})

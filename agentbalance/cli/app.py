@@ -63,6 +63,21 @@ ApiKeyFileOption = Annotated[
     Path | None,
     typer.Option("--api-key-file", help="Live world: a file holding only the API key (else $AGENTBALANCE_API_KEY)."),
 ]
+JudgeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Live world: grade every answer with this backbone as an LLM judge (a quality in [0, 1]; its calls "
+        "and cost are counted apart), for questions without gold answers.",
+    ),
+]
+JudgeCatalogOption = Annotated[
+    Path | None,
+    typer.Option(help="The catalog YAML holding the --judge backbone (default: the answering world's catalog)."),
+]
+JudgeRubricOption = Annotated[
+    Path | None,
+    typer.Option(help="A rubric YAML for the judge (system, prompt, scale; default: MT-Bench-style 1-10 rating)."),
+]
 ServeBudgetTokOption = Annotated[
     float | None, typer.Option("--budget-tok", help="A --budget-conditioned model: serve this Tok budget.")
 ]

@@ -20,6 +20,9 @@ from agentbalance.cli.app import (
     ConcurrencyPerBackboneOption,
     DataOption,
     ExecutorOption,
+    JudgeCatalogOption,
+    JudgeOption,
+    JudgeRubricOption,
     LimitOption,
     MaxTokensOption,
     NoCacheOption,
@@ -30,7 +33,7 @@ from agentbalance.cli.app import (
 from agentbalance.cli.progress import progress_bars
 from agentbalance.cli.tables import budget_points_table, evaluation_table, print_mas, print_result_json
 from agentbalance.errors import AgentBalanceError
-from agentbalance.worlds import WORLD_HELP, LiveOptions
+from agentbalance.worlds import WORLD_HELP, LiveOptions, judge_spec
 
 
 @reports_user_errors
@@ -84,6 +87,9 @@ def build(
     concurrency_per_backbone: ConcurrencyPerBackboneOption = None,
     max_tokens: MaxTokensOption = None,
     api_key_file: ApiKeyFileOption = None,
+    judge: JudgeOption = None,
+    judge_catalog: JudgeCatalogOption = None,
+    judge_rubric: JudgeRubricOption = None,
     out: Annotated[Path | None, typer.Option(help="Run folder (default runs/<timestamp>).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the test result as one JSON object.")] = False,
 ) -> None:
@@ -123,6 +129,7 @@ def build(
                 max_tokens=max_tokens,
                 concurrency_per_backbone=concurrency_per_backbone,
             ),
+            judge=judge_spec(judge, judge_catalog, judge_rubric),
             seed=seed,
         ),
         budget=budget,
@@ -169,6 +176,8 @@ def build(
             f"{' / '.join(map(str, used))} (asked {train} / {val} / {test}); budgets are checked on {used[1]}",
             highlight=False,
         )
+    if built.judge is not None:
+        console.print(built.judge.describe() + " (apart from the Tok of the MAS)", highlight=False)
     if built.restored:
         console.print(
             f"resumed: {len(built.restored)} of {restarts} training runs restored from {folder / 'checkpoints'}",

@@ -17,6 +17,9 @@ from agentbalance.cli.app import (
     AddressOption,
     DataOption,
     ExecutorOption,
+    JudgeCatalogOption,
+    JudgeOption,
+    JudgeRubricOption,
     LimitOption,
     TaskOption,
     parse_seeds,
@@ -25,7 +28,7 @@ from agentbalance.cli.app import (
 from agentbalance.cli.progress import unit_progress
 from agentbalance.cli.tables import summary_table
 from agentbalance.errors import AgentBalanceError
-from agentbalance.worlds import WORLD_HELP
+from agentbalance.worlds import WORLD_HELP, judge_spec
 
 if TYPE_CHECKING:
     from agentbalance.evaluation.curve_files import CurveRow
@@ -57,6 +60,9 @@ def curve(
     task: TaskOption = None,
     data: DataOption = None,
     limit: LimitOption = None,
+    judge: JudgeOption = None,
+    judge_catalog: JudgeCatalogOption = None,
+    judge_rubric: JudgeRubricOption = None,
     out: Annotated[Path | None, typer.Option(help="Output folder (default runs/curve-<timestamp>).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
@@ -84,6 +90,7 @@ def curve(
         task=task,
         data=str(data) if data else None,
         limit=limit,
+        judge=judge_spec(judge, judge_catalog, judge_rubric),
         seed=seed or 0,
     )
     folder = out or Path("runs") / datetime.now().strftime("curve-%Y%m%d-%H%M%S")
@@ -116,6 +123,12 @@ def curve(
         console.print(
             f"note: the world's test split holds fewer questions than asked: every point is measured on "
             f"{max(measured_on)} (asked {test})",
+            highlight=False,
+        )
+    if spec.judge is not None:
+        console.print(
+            f"judge: USD {result.judge_paid_usd:.4f} paid now for grading the answers (apart from every Tok; calls "
+            "served from the response cache are free)",
             highlight=False,
         )
     files = "curve.csv, summary.csv, curve-tok.png, curve-lat.png" if seed_list is None else "summary.csv, seed-*/"

@@ -12,9 +12,16 @@ import typer
 from rich.console import Console
 
 from agentbalance.catalog import Catalog
-from agentbalance.cli.app import ApiKeyFileOption, MaxTokensOption, reports_user_errors
+from agentbalance.cli.app import (
+    ApiKeyFileOption,
+    JudgeCatalogOption,
+    JudgeOption,
+    JudgeRubricOption,
+    MaxTokensOption,
+    reports_user_errors,
+)
 from agentbalance.cli.progress import progress_bars
-from agentbalance.worlds import LiveOptions, open_task, open_world
+from agentbalance.worlds import LiveOptions, judge_of, judge_spec, judged, open_task, open_world
 
 
 @reports_user_errors
@@ -52,6 +59,9 @@ def record(
             "questions every backbone answered are written, and a rerun with a larger cap continues."
         ),
     ] = None,
+    judge: JudgeOption = None,
+    judge_catalog: JudgeCatalogOption = None,
+    judge_rubric: JudgeRubricOption = None,
 ) -> None:
     """Ask every backbone each question alone and write a replay world: calibrate once on real calls, train offline."""
     import asyncio
@@ -72,6 +82,9 @@ def record(
         concurrency_per_backbone=concurrency_per_backbone,
     )
     world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed, live=live)
+    # with a judge, every answer is graded: the `score` column, so the world trains offline afterwards
+    world = judged(world, judge_spec(judge, judge_catalog, judge_rubric), live, seed)
+    grader = judge_of(world)
     console = Console()
     with progress_bars(console) as progress:
         calls = progress.add_task("recording", total=None)
@@ -112,3 +125,11 @@ def record(
         + f", {summary.wall_s:.1f} s",
         highlight=False,
     )
+    if grader is not None:
+        console.print(grader.stats.describe() + " (not part of the recorded costs)", highlight=False)
+    if summary.ungraded:
+        why = "the judge gave no rating" if grader is not None else "no gold answer (grade them with --judge)"
+        console.print(
+            f"{summary.ungraded} of {summary.calls} answers could not be graded ({why}): written with score 0",
+            highlight=False,
+        )

@@ -22,6 +22,9 @@ from agentbalance.cli.app import (
     ConcurrencyOption,
     ConcurrencyPerBackboneOption,
     DataOption,
+    JudgeCatalogOption,
+    JudgeOption,
+    JudgeRubricOption,
     LimitOption,
     MaxTokensOption,
     NoCacheOption,
@@ -41,7 +44,7 @@ from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import Caps
 from agentbalance.runtime.runner import Runner
 from agentbalance.tasks.base import Task
-from agentbalance.worlds import WORLD_HELP, LiveOptions, open_task, open_world
+from agentbalance.worlds import WORLD_HELP, LiveOptions, judge_of, judge_spec, judged, open_task, open_world
 from agentbalance.worlds.base import RecordedWorld, World, same_recorded_answer
 
 if TYPE_CHECKING:
@@ -126,6 +129,9 @@ def run(
     max_seconds: Annotated[float | None, typer.Option(help="Hard per-query seconds cap (> 0).")] = None,
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,
+    judge: JudgeOption = None,
+    judge_catalog: JudgeCatalogOption = None,
+    judge_rubric: JudgeRubricOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query, a line each (JSONL).")] = False,
 ) -> None:
     """Execute a MAS on one query or a JSONL file of queries; print answer, cost, latency per agent."""
@@ -149,6 +155,7 @@ def run(
         concurrency_per_backbone=concurrency_per_backbone,
     )
     world = open_world(world_spec or "sim", loaded_catalog, seed=seed, live=live)
+    world = judged(world, judge_spec(judge, judge_catalog, judge_rubric), live, seed)
     from agentbalance.experiment import task_roles
 
     default_roles = roles or (task_roles(loaded_task) if loaded_task else None)
@@ -178,9 +185,12 @@ def run(
         same_answer = loaded_task.same_answer if loaded_task else same_recorded_answer
         runner = Runner(world, library, concurrency=concurrency, caps=caps, grader=grader, same_answer=same_answer)
         traces = runner.run_sync([(mas, query) for query in queries])
+    grading = judge_of(world)
     if as_json:
         for trace in traces:
             sys.stdout.write(json.dumps(trace.to_json()) + "\n")
+        if grading is not None:  # stdout stays JSONL
+            Console(stderr=True, highlight=False).print(grading.stats.describe() + " (apart from the MAS's cost)")
         return
     console = Console()
     if world.simulated:
@@ -210,6 +220,8 @@ def run(
             + (f", escalated {100 * escalated / len(traces):.0f}%" if escalated else ""),
             highlight=False,
         )
+    if grading is not None:
+        console.print(grading.stats.describe() + " (apart from the MAS's cost)", highlight=False)
 
 
 def _grade_text(score: float | None) -> str:
@@ -253,9 +265,16 @@ def evaluate(
     api_key_file: ApiKeyFileOption = None,
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="Live world: grade the answers with this backbone as an LLM judge (default: the run's own)."),
+    ] = None,
+    judge_catalog: JudgeCatalogOption = None,
+    judge_rubric: JudgeRubricOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ) -> None:
     """Evaluate a trained controller on a world, including one whose catalog it never saw (inductive)."""
+    from agentbalance.experiment import resolve_world
     from agentbalance.trained import TrainedController
 
     controller = TrainedController.load(model)
@@ -276,19 +295,26 @@ def evaluate(
             max_tokens=max_tokens,
             concurrency_per_backbone=concurrency_per_backbone,
         ),
+        judge=judge_spec(judge, judge_catalog, judge_rubric),
     )
     asked = serve_budget(budget_tok, budget_lat)
-    result = controller.evaluate(split=split, budget=asked, spec=spec)
+    world = resolve_world(spec)[0]
+    result = controller.evaluate(world, split, budget=asked, spec=spec)
+    grading = judge_of(world)
     served = controller.serving(asked)[0]  # a budget-conditioned controller serves within its range
     budget = asked or served
     feasible = result.meets(budget, upper=False)
     if as_json:
         print_result_json(result, budget, feasible, split, model)
+        if grading is not None:  # stdout stays one JSON object
+            Console(stderr=True, highlight=False).print(grading.stats.describe() + " (apart from the Tok of the MAS)")
         return
     console = Console()
     console.print(
         evaluation_table(f"{model} on {spec.world}", [(split, result)], budget.tok, budget.lat, console.width)
     )
+    if grading is not None:
+        console.print(grading.stats.describe() + " (apart from the Tok of the MAS)", highlight=False)
     if asked is not None and served != asked:
         console.print(f"served as the nearest budget of its range: {served.describe()}", highlight=False)
     if feasible:

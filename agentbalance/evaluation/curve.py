@@ -47,8 +47,9 @@ from agentbalance.evaluation.metrics import SUMMARY_COLUMNS, summary_row
 from agentbalance.executors import Executor, ExecutorSpec
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
-from agentbalance.train.build import one_torch_thread
+from agentbalance.train.build import one_torch_thread, refuse_ungradable
 from agentbalance.train.config import TrainConfig
+from agentbalance.worlds import judge_of
 
 BASE_METHOD = "base"  # the row of the base MAS: the metrics' B_max and p_base
 REFERENCE_METHOD = "single"  # its rows, recorded even when not requested, are the gains' reference frontier
@@ -110,6 +111,7 @@ class UnitResult:
     rows: list[CurveRow]  # every point of the unit in its settings' order, the resumed ones included
     measured: int  # points measured now (the others were resumed)
     seconds: float  # wall time of the unit where it ran
+    judge_paid_usd: float = 0.0  # what an LLM judge's grading of its answers paid now (--judge), apart from its Tok
 
 
 @dataclass
@@ -120,6 +122,7 @@ class CurveResult:
     seconds: float
     skipped: int  # points found finished in curve.csv
     executor: str  # where the units ran
+    judge_paid_usd: float = 0.0  # what an LLM judge's grading paid in this sweep (--judge), apart from every Tok
 
 
 def measure_unit(
@@ -136,7 +139,9 @@ def measure_unit(
     started = time.perf_counter()
     with one_torch_thread():
         if experiment is None:
-            experiment = Experiment.open(sweep.on_seed(unit.seed).spec)
+            experiment = open_graded(sweep.on_seed(unit.seed).spec, on_stage)
+        judge = judge_of(experiment.world)
+        judge_paid_before = judge.stats.paid_usd if judge is not None else 0.0
         test = experiment.splits.test
         done = {row.setting: row for row in unit.done}
         rows: list[CurveRow] = []
@@ -165,7 +170,17 @@ def measure_unit(
                     on_stage(f"{label}: {setting}")
                 point(setting, lambda setting=setting: method.fit(experiment, setting)(test))
     measured = sum(1 for row in rows if row.setting not in done)
-    return UnitResult(rows, measured, time.perf_counter() - started)
+    judge_paid = judge.stats.paid_usd - judge_paid_before if judge is not None else 0.0
+    return UnitResult(rows, measured, time.perf_counter() - started, judge_paid)
+
+
+def open_graded(spec: ExperimentSpec, on_stage: Callable[[str], None]) -> Experiment:
+    """The experiment of one seed, refused before any method runs when none of its training or validation
+    questions can be graded (as `build` refuses it); a split graded only in part is a note through `on_stage`."""
+    experiment = Experiment.open(spec, on_stage=on_stage)
+    for note in refuse_ungradable(experiment):
+        on_stage(note)
+    return experiment
 
 
 class SeedPoints:
@@ -256,12 +271,14 @@ def _sweep(
         write_timings(out / "timings.csv", ordered)
 
     function = _local_unit(sweep, points, on_point, on_stage) if in_process else functools.partial(_remote_unit, sweep)
+    judge_paid = 0.0
     for finished, (index, result) in enumerate(running.map(function, todo), start=len(units) - len(todo) + 1):
         unit = todo[index]
         if not in_process:
             for row in result.rows:
                 on_point(unit.seed, row, row in unit.done)
         record_unit(unit, result)
+        judge_paid += result.judge_paid_usd
         on_unit(finished, len(units))
     rows = {seed: points[seed].in_order(sweep.unit_methods()) for seed in seed_list}
     shown = shown_methods(sweep.methods, rows)
@@ -278,7 +295,7 @@ def _sweep(
     summary = summaries[seed_list[0]] if seeds is None else seed_summary(summaries, shown)
     if seeds is not None:
         write_summary(out / "summary.csv", summary)
-    return CurveResult(rows, summary, out, 0.0, skipped, running.description())
+    return CurveResult(rows, summary, out, 0.0, skipped, running.description(), judge_paid)
 
 
 def shown_methods(requested: Sequence[str], rows: dict[int, list[CurveRow]]) -> list[str]:
@@ -308,7 +325,7 @@ def _local_unit(
 
     def run(unit: Unit) -> UnitResult:
         if unit.seed not in experiments:
-            experiments[unit.seed] = Experiment.open(sweep.on_seed(unit.seed).spec, on_stage=on_stage)
+            experiments[unit.seed] = open_graded(sweep.on_seed(unit.seed).spec, on_stage)
 
         def on_row(row: CurveRow, resumed: bool) -> None:
             if not resumed:

@@ -36,7 +36,8 @@ from agentbalance.train.menu_guard import apply_guard
 from agentbalance.train.reinforce import Trainer
 from agentbalance.train.run_folder import save_run
 from agentbalance.train.training_run import TrainingRun
-from agentbalance.worlds import absolute_world_spec
+from agentbalance.worlds import absolute_world_spec, judge_of
+from agentbalance.worlds.judge import JudgeStats
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class Built:
     out: Path
     restored: list[int] = field(default_factory=list)  # restarts resumed from checkpoints of a killed build
     trained_elsewhere: str | None = None  # where restarts trained in parallel ("on a local Ray (2 CPUs): 3 runs")
+    judge: JudgeStats | None = None  # what the judge's grading cost in this process (--judge), apart from the MAS
 
 
 def build(
@@ -106,7 +108,9 @@ def build(
     kept = (result.kept_epoch, {"perf": result.val.perf, "tok": result.val.tok, "lat": result.val.lat})
     title = f"validation per epoch of the run kept; {result.describe_kept(spec.restarts)}"
     plot_training(result.history, spec.budget, out / "training.png", kept, title)
-    return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored, elsewhere)
+    judge = judge_of(experiment.world)
+    stats = judge.stats if judge is not None else None
+    return Built(controller, trainer, result, experiment.splits, out, checkpoints.restored, elsewhere, stats)
 
 
 def refuse_ungradable(experiment: Experiment) -> list[str]:
@@ -338,6 +342,7 @@ def run_documents(
         "lambdas": result.lambdas,
         "budget_range": result.budget_range.to_json() if result.budget_range is not None else None,
         "plans": result.plans,  # per target budget: the plan serving it in place of the policy (null: the policy)
+        "judge": dataclasses.asdict(task.judge) if task.judge is not None else None,  # `evaluate` grades with it too
     }
     metrics = {
         "feasible": result.feasible,
@@ -353,6 +358,8 @@ def run_documents(
         "kept_run": result.kept_run,  # the training run (restart) kept, 1-based
         "kept_epoch": result.kept_epoch,  # its epoch whose weights are kept; 0: the anchored start
         "seconds": round(seconds, 1),
+        # the judge's own calls in this process (Ray workers' are not counted), apart from the MAS's costs
+        "judge": dataclasses.asdict(judge.stats) if (judge := judge_of(experiment.world)) is not None else None,
     }
     return config, metrics
 

@@ -63,6 +63,7 @@ class RunConfig(BaseModel):
     budget_range: dict[str, Any] | None = None
     seed: int | None = None  # older versions kept it in train.seed
     plans: list[dict[str, Any] | None] = []  # per target budget, the plan serving it instead of the policy (menu guard)
+    judge: dict[str, str | None] | None = None  # the LLM judge that graded its live answers (`JudgeSpec`), if any
 
     @property
     def run_seed(self) -> int:

@@ -7,14 +7,18 @@ or the simulated world's synthetic domains); heavy modules load only when asked 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query
 from agentbalance.tasks.base import Task
 from agentbalance.worlds.base import World
+
+if TYPE_CHECKING:
+    from agentbalance.worlds.judge import Judge
 
 WORLD_HELP = (
     "sim (the embedded simulator) | replay:DIR (recorded real outcomes) | "
@@ -82,6 +86,55 @@ def open_world(spec: str, catalog: Catalog | None = None, seed: int = 0, live: L
             concurrency_per_backbone=options.concurrency_per_backbone,
         )
     raise AgentBalanceError(f"unknown world {spec!r}; use {WORLD_HELP}")
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """`--judge BACKBONE`: grade every answer with this backbone as an LLM judge, one of `catalog` (a YAML path;
+    default: the answering world's catalog, where an entry's own `base_url` reaches another endpoint), with
+    `rubric` (a YAML path; default: the MT-Bench-style rubrics of `agentbalance.worlds.judge`)."""
+
+    backbone: str
+    catalog: str | None = None
+    rubric: str | None = None
+
+
+def judge_spec(backbone: str | None, catalog: Path | None, rubric: Path | None) -> JudgeSpec | None:
+    """The judge of the `--judge`, `--judge-catalog` and `--judge-rubric` flags (None: no judge)."""
+    if backbone is None:
+        if catalog is not None or rubric is not None:
+            raise AgentBalanceError("--judge-catalog and --judge-rubric describe a judge: name it with --judge NAME")
+        return None
+    return JudgeSpec(backbone, str(catalog) if catalog else None, str(rubric) if rubric else None)
+
+
+def judged(world: World, judge: JudgeSpec | None, live: LiveOptions | None = None, seed: int = 0) -> World:
+    """`world` with every answer graded by `judge` (a `JudgedWorld`; `world` itself without a judge). The judge is
+    called like a live world with `live`'s endpoint options, at temperature 0. Only a live world has answers to
+    judge: the simulator's texts imitate answers and a replay world keeps none (record it with `record --judge`)."""
+    if judge is None:
+        return world
+    from agentbalance.worlds.judge import Judge, JudgedWorld, load_rubric
+    from agentbalance.worlds.live import LiveWorld
+
+    if not isinstance(world, LiveWorld):
+        raise AgentBalanceError(
+            f"--judge grades real answers, and the {world.name} world has none to show it: use it with "
+            "--world live (a replay world recorded with `record --judge` already holds the judge's scores)"
+        )
+    judges = Catalog.load(judge.catalog) if judge.catalog else world.catalog
+    backbone = judges[judge.backbone]
+    rubric = load_rubric(Path(judge.rubric)) if judge.rubric else None
+    # at temperature 0, its verdict as text, and no per-backbone queue: a judge's latency is not measured
+    options = replace(live or LiveOptions(), temperature=0.0, parse=None, concurrency_per_backbone=None)
+    return JudgedWorld(world, Judge(open_world("live", judges, seed, options), backbone, rubric))
+
+
+def judge_of(world: World) -> Judge | None:
+    """The judge grading `world`'s answers, if any (its `stats` are what grading cost)."""
+    from agentbalance.worlds.judge import JudgedWorld
+
+    return world.judge if isinstance(world, JudgedWorld) else None
 
 
 def open_task(name: str, data: str | Path | None = None, limit: int | None = None, seed: int = 0) -> Task:

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
 
-from agentbalance.catalog import Backbone
+from agentbalance.catalog import Backbone, Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import Agent
 from agentbalance.query import Query
 from agentbalance.roles import Role, RoleKind
-from agentbalance.worlds.base import AgentCall, AgentCallFailed, World
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, World
 
 PLACEHOLDERS = frozenset({"question", "answer", "reference"})
 
@@ -225,3 +225,36 @@ class Judge:
             error = f"the verdict gives no rating from {rubric.low:g} to {rubric.high:g}"
             return Verdict(None, completion.text, completion.cost_usd, completion.cached, error)
         return Verdict(score, completion.text, completion.cost_usd, completion.cached)
+
+
+@dataclass
+class JudgedWorld:
+    """A world whose every answer is graded by a judge: the completion's `score` is the judge's verdict (None when
+    it gives none), the one grade every execution path reads (`runtime.execution.grade`). The judge's calls go to
+    its own world, so `judge.stats` holds their cost apart from the answers'. Anything else a caller asks of the
+    world (its temperature, its closing) is the answering world's."""
+
+    answering: World
+    judge: Judge
+
+    @property
+    def name(self) -> str:
+        return self.answering.name
+
+    @property
+    def simulated(self) -> bool:
+        return self.answering.simulated
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.answering.catalog
+
+    def __getattr__(self, attribute: str) -> object:
+        if attribute in ("answering", "judge"):  # not set yet (copying, unpickling): no recursion
+            raise AttributeError(attribute)
+        return getattr(self.answering, attribute)
+
+    async def complete(self, call: AgentCall) -> Completion:
+        completion = await self.answering.complete(call)
+        verdict = await self.judge.grade(call.query, completion.text)
+        return replace(completion, score=verdict.score)

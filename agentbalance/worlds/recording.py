@@ -214,12 +214,11 @@ def _check_samples(world: World, samples: int) -> None:
             f"record: {samples} samples per question need a world whose answers vary; the {world.name} world gives "
             "one answer per question and backbone (record it with 1 sample)"
         )
-    from agentbalance.worlds.live import LiveWorld  # the one world with a temperature; loaded only for K > 1
-
-    if isinstance(world, LiveWorld) and not (world.temperature is not None and world.temperature > 0):
+    temperature = getattr(world, "temperature", None)  # a live world's (judged or not); the others have none
+    if hasattr(world, "temperature") and not (temperature is not None and temperature > 0):
         raise AgentBalanceError(
             f"record: {samples} samples per question need a temperature above 0 (--temperature T), got "
-            f"{world.temperature}: at temperature 0 every sample would be the same answer, paid {samples} times"
+            f"{temperature}: at temperature 0 every sample would be the same answer, paid {samples} times"
         )
 
 

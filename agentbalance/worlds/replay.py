@@ -20,8 +20,9 @@ How a call is answered (the default rule, `WeightedVote`):
   decision 1.0: fields of `WeightedVote`). Empty answers abstain. The answer with the largest total
   weight wins; ties go to the answer with the largest single weight, then to the first answer string.
   The decision agent does the same over its inputs plus its own recorded answer.
-* Worlds without recorded answers (code: whether a backbone's solution passed the tests; open-ended
-  questions: a judge's score of each response) are "code" worlds: the agent SELECTS one solution (its own
+* Worlds without recorded answers ("code": whether a backbone's solution passed the tests; "open": open-ended
+  questions, a judge's score of each response in a `score` column, answered with the general role library)
+  are selecting worlds: the agent SELECTS one solution or response (its own
   or one an input passed on) by the author's reliability x self-weight; its answer names the author
   ("solution:<backbone>", "#k" appended for its sample k > 0) and the author's recorded score of that sample
   is the outcome's.
@@ -60,14 +61,15 @@ from agentbalance.roles import RoleKind
 from agentbalance.tasks.replay_questions import load_replay_questions
 from agentbalance.worlds.base import AgentCall, Completion, Upstream, estimate_prompt_tokens
 
-WorldKind = Literal["mcq", "numeric", "code"]
+WorldKind = Literal["mcq", "numeric", "code", "open"]
+SELECTING_KINDS = ("code", "open")  # worlds whose agents select one recorded response instead of voting on answers
 SPLITS = ("train", "val", "test")
 OUTCOME_COLUMNS = ("id", "model", "answer", "correct", "completion_tokens", "cost_usd")
 OPTIONAL_OUTCOME_COLUMNS = ("latency_s", "sample", "score")
 NUMERIC_OPTIONS = 10  # K of the vote weight for free-form numeric answers
 MIN_LETTER_SHARE = 0.01  # a letter counts as an option of choice-less MCQ if >= 1% of train answers
 SOLUTION_PREFIX = "solution:"
-_ROLES_OF_KIND: dict[str, str] = {"mcq": "general", "numeric": "math", "code": "code"}
+_ROLES_OF_KIND: dict[str, str] = {"mcq": "general", "numeric": "math", "code": "code", "open": "general"}
 Recording = tuple[int, int, int]  # where one recorded answer is: (question row, backbone column, sample)
 
 
@@ -270,17 +272,20 @@ def _read_outcomes(path: Path) -> pd.DataFrame:
         # inf/nan would turn every sum of costs or latencies into inf/nan: a damaged file, not a measurement
         fail((text != "") & ~(np.isfinite(values) & (values >= 0)), column, "a finite non-negative number or empty")
         result[column] = values.astype(np.float64)
+    result.attrs["judged"] = "score" in table.columns  # a judge's scores: open-ended questions if no answers
     return result
 
 
-def _world_kind(queries: Sequence[Query], recorded: pd.Series) -> WorldKind:
-    """code: no choices, no gold, no recorded answers; numeric: no choices and numbers as answers; else mcq."""
+def _world_kind(queries: Sequence[Query], recorded: pd.Series, judged: bool) -> WorldKind:
+    """No choices, no gold and no recorded answers: open (open-ended questions whose responses a judge scored, a
+    `score` column, and no code question) or code (programs graded by tests); numeric: no choices and numbers as
+    answers; else mcq."""
     if any(q.choices for q in queries):
         return "mcq"
     golds = [q.answer for q in queries if q.answer]
     answers = recorded[recorded != ""]
     if not golds and answers.empty:
-        return "code"
+        return "open" if judged and not any(q.domain == "code" for q in queries) else "code"
     sample = golds or answers.unique().tolist()
     return "numeric" if all(number_key(a) is not None for a in sample) else "mcq"
 
@@ -366,7 +371,7 @@ class ReplayWorld:
                 f"{folder / 'models.yaml'}: backbone(s) {', '.join(unrecorded)} have no outcome in {outcomes_path}"
             )
 
-        self.kind: WorldKind = _world_kind(questions, outcomes["answer"])
+        self.kind: WorldKind = _world_kind(questions, outcomes["answer"], bool(outcomes.attrs.get("judged")))
         self.default_roles = _ROLES_OF_KIND[self.kind]
         answers = outcomes["answer"].to_numpy(dtype=object)
         if self.kind == "numeric":
@@ -524,7 +529,7 @@ class ReplayWorld:
                 f"{self.name}: no recorded outcome of backbone {call.backbone.name!r} on question {call.query.id!r}"
             )
         recording = (qi, mi, call.sample % int(self._samples[qi, mi]) if call.sample else 0)  # past K: wrap
-        if self.kind == "code":
+        if self.kind in SELECTING_KINDS:
             answer, score, text = self._select_solution(call, recording)
         else:
             answer, score = self._vote(call, recording)
@@ -580,7 +585,7 @@ class ReplayWorld:
         return (
             _solution(chosen.backbone, sample),
             float(self._score[qi, author_index, sample]),
-            f"Solution from {chosen.backbone}",
+            f"{'Response' if self.kind == 'open' else 'Solution'} from {chosen.backbone}",
         )
 
     def _author(self, upstream: Upstream) -> tuple[str, int]:
