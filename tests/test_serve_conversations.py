@@ -228,3 +228,37 @@ def test_in_a_live_world_the_decision_agents_words_are_streamed_as_they_arrive(
     assert len(arrivals) > 2 and arrivals[-1][0] - arrivals[0][0] >= 0.1 * (len(arrivals) - 2)  # apart, as sent
     assert "".join(piece for _, piece in arrivals) == plain.choices[0].message.content
     assert last.usage is not None and last.usage.completion_tokens == plain.usage.completion_tokens
+
+
+# ----------------------------------------------------------------------------- the traffic log
+
+
+def test_the_log_dir_keeps_every_answered_request_with_its_conversation_mas_and_answers_and_no_key(
+    sim_model: ServedModel, tmp_path: Path
+) -> None:
+    """`serve --log-dir`: one line per answered request (plain or streamed), what the client sent and what every
+    agent answered, as the response reported it; a refused request and the keys are not in it."""
+    from tests.serving import SERVER_KEY
+
+    with serving(sim_model, log_dir=tmp_path / "traffic", api_keys=(SERVER_KEY,)) as url:
+        talked = client(url, SERVER_KEY).chat.completions.create(model="agentbalance", messages=CONVERSATION)  # type: ignore[arg-type]
+        streamed = list(
+            client(url, SERVER_KEY).chat.completions.create(
+                model="agentbalance", messages=[{"role": "user", "content": QUESTION}], stream=True
+            )
+        )
+        with pytest.raises(openai.BadRequestError):
+            client(url, SERVER_KEY).chat.completions.create(model="agentbalance", messages=[])
+    text = (tmp_path / "traffic" / "requests.jsonl").read_text(encoding="utf-8")
+    assert SERVER_KEY not in text and UPSTREAM_KEY not in text
+    first, second = (json.loads(line) for line in text.splitlines())
+    extra = talked.model_extra["agentbalance"]
+    assert first["id"] == extra["trace_id"] and first["messages"] == CONVERSATION
+    assert first["mas"] == extra["mas"] and first["text"] == talked.choices[0].message.content
+    assert first["cost_usd"] == pytest.approx(extra["cost_usd"]) and first["model"] == "agentbalance"
+    ran = [agent for agent in first["agents"] if agent["skipped"] is None]
+    assert ran and all(agent["text"] and agent["backbone"] for agent in ran)
+    assert {agent["id"] for agent in first["agents"]} == {agent["id"] for agent in extra["mas"]["agents"]}
+    assert second["messages"] == [{"role": "user", "content": QUESTION}] and second["id"] == streamed[
+        0
+    ].id.removeprefix("chatcmpl-")

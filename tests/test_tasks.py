@@ -183,7 +183,7 @@ MBPP_RECORD = {
 
 
 def test_registry_names_every_benchmark_and_open_task_adds_the_synthetic_domains() -> None:
-    assert TASK_NAMES == ("mmlu", "mmlu-pro", "math", "gsm8k", "humaneval", "mbpp", "jsonl", "replay")
+    assert TASK_NAMES == ("mmlu", "mmlu-pro", "math", "gsm8k", "humaneval", "mbpp", "jsonl", "replay", "served")
     assert task_names() == (*TASK_NAMES, "synthetic-general", "synthetic-math", "synthetic-code")
     with pytest.raises(AgentBalanceError, match="unknown task 'synthetic-math'"):
         load_task("synthetic-math")  # the registry alone: the simulator's tasks live above it, in worlds

@@ -21,6 +21,7 @@ from agentbalance.cli.app import (
     reports_user_errors,
 )
 from agentbalance.cli.progress import progress_bars
+from agentbalance.errors import AgentBalanceError
 from agentbalance.worlds import LiveOptions, judge_of, judge_spec, judged, open_task, open_world
 
 
@@ -62,12 +63,22 @@ def record(
     judge: JudgeOption = None,
     judge_catalog: JudgeCatalogOption = None,
     judge_rubric: JudgeRubricOption = None,
+    ask_missing: Annotated[
+        bool,
+        typer.Option(
+            "--ask-missing",
+            help="--task served: also ask every backbone of the catalog the log holds no answer of (default: record "
+            "only the answers already served, reused without a call).",
+        ),
+    ] = False,
 ) -> None:
     """Ask every backbone each question alone and write a replay world: calibrate once on real calls, train offline."""
     import asyncio
 
     from agentbalance.worlds.recording import record as record_world
 
+    if ask_missing and task != "served":
+        raise AgentBalanceError("--ask-missing completes a served log: use it with --task served --data DIR")
     loaded_task = open_task(task, data, limit, seed)
     live = LiveOptions(
         base_url,
@@ -82,6 +93,20 @@ def record(
         concurrency_per_backbone=concurrency_per_backbone,
     )
     world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed, live=live)
+    only, served = None, None
+    if task == "served":  # the answers already paid for are reused, not asked again
+        from agentbalance.worlds.served_answers import ServedAnswers, read_served_answers
+
+        assert data is not None  # the served task reads its questions from --data
+        served = ServedAnswers(world, read_served_answers(data))
+        world, only = served, None if ask_missing else set(served.answers)
+        known = {name for _, name, _ in served.answers}
+        if not ask_missing and not known & set(world.catalog.names):
+            raise AgentBalanceError(
+                f"record: the served log {data} holds no answer of a backbone of the catalog {world.catalog.source} "
+                f"(it holds {', '.join(sorted(known)) or 'none'}); give the catalog it was served with (--catalog), "
+                "or --ask-missing to ask the catalog's backbones"
+            )
     # with a judge, every answer is graded: the `score` column, so the world trains offline afterwards
     world = judged(world, judge_spec(judge, judge_catalog, judge_rubric), live, seed)
     grader = judge_of(world)
@@ -102,6 +127,7 @@ def record(
                 samples=samples,
                 concurrency_per_backbone=concurrency_per_backbone,
                 max_usd_total=max_usd_total,
+                only=only,
             )
         )
     times = f" x {samples} samples" if samples > 1 else ""
@@ -125,6 +151,8 @@ def record(
         + f", {summary.wall_s:.1f} s",
         highlight=False,
     )
+    if served is not None:
+        console.print(f"{served.reused} answers reused from the served log (paid when they were served)")
     if grader is not None:
         console.print(grader.stats.describe() + " (not part of the recorded costs)", highlight=False)
     if summary.ungraded:

@@ -32,6 +32,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import Caps
 from agentbalance.serve.governor import DEFAULT_WINDOW
+from agentbalance.serve.traffic_log import REQUESTS_FILE
 from agentbalance.worlds import WORLD_HELP, LiveOptions, open_world
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -104,6 +105,13 @@ def serve(
     no_cache: NoCacheOption = False,
     timeout: TimeoutOption = 60.0,
     log_level: Annotated[str, typer.Option(help=" | ".join(LOG_LEVELS))] = "info",
+    log_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write every answered request (conversation, MAS, each agent's answer, cost, latency; never a key) to "
+            "DIR/requests.jsonl, for `record --served DIR` to grade and `build` to train on later."
+        ),
+    ] = None,
 ) -> None:
     """Serve a trained controller's MAS as an OpenAI-compatible model: POST /v1/chat/completions (plain or streamed),
     GET /v1/models, GET /health, GET /metrics.
@@ -128,6 +136,7 @@ def serve(
         budget_window=budget_window or (DEFAULT_WINDOW if govern else None),
         max_usd_per_day=max_usd_per_day,
         spend_db=(spend_db or default_cache_dir() / SPEND_FILE) if max_usd_per_day is not None else None,
+        log_dir=log_dir,
     )
     live = LiveOptions(
         base_url,
@@ -149,9 +158,10 @@ def serve(
     auth = f"bearer token required ({len(keys)} key(s))" if keys else "off (loopback only)"
     governor = f"on, a window of {options.budget_window} requests" if options.budget_window else "off"
     limit = f"; {options.max_usd_per_day:g} USD per key per UTC day ({options.spend_db})" if options.spend_db else ""
+    logged = f"; answered requests logged to {log_dir / REQUESTS_FILE}" if log_dir is not None else ""
     console.print(
         f"serving {model} as model {options.name!r} on http://{host}:{port}/v1\nworld: {kind}; auth: {auth}; "
-        f"budget governor: {governor}{limit}",
+        f"budget governor: {governor}{limit}{logged}",
         markup=False,
     )
     Server(create_app(served, options), host, port, log_level).run()

@@ -33,6 +33,7 @@ from agentbalance.serve.metrics import ServeMetrics
 from agentbalance.serve.model import ServedModel
 from agentbalance.serve.protocol import SERVED_MODEL, ChatRequest, ProtocolError, error_body, read_request
 from agentbalance.serve.spending import SpendLedger, key_id
+from agentbalance.serve.traffic_log import TrafficLog
 
 log = logging.getLogger("agentbalance.serve")
 MAX_BODY_BYTES = 1 << 20  # 1 MiB: a question and its conversation, not a corpus
@@ -48,7 +49,8 @@ class ServeOptions:
     all requests. `budget` is served to requests that name none (None: the model's own). `api_keys`: the bearer
     tokens clients may send (none: no auth). After SIGTERM, in-flight requests get `grace_s` seconds to finish,
     then fail with a 503 that says so. `budget_window` (requests; None: off) turns on the budget governor;
-    `max_usd_per_day` caps each key's spend per UTC day, kept in the sqlite file `spend_db`.
+    `max_usd_per_day` caps each key's spend per UTC day, kept in the sqlite file `spend_db`. `log_dir` (None: off)
+    keeps every answered request in `log_dir`/requests.jsonl (`serve.traffic_log`).
     """
 
     name: str = SERVED_MODEL
@@ -62,6 +64,7 @@ class ServeOptions:
     budget_window: int | None = None
     max_usd_per_day: float | None = None
     spend_db: Path | None = None
+    log_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if self.max_requests < 1 or self.max_waiting < 0:
@@ -95,6 +98,7 @@ def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastA
         ledger=SpendLedger(options.spend_db, options.max_usd_per_day)
         if options.max_usd_per_day is not None and options.spend_db is not None
         else None,
+        traffic=TrafficLog(options.log_dir) if options.log_dir is not None else None,
     )
     drain, started = handler.drain, int(time.time())
 
@@ -105,6 +109,8 @@ def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastA
             yield
         finally:
             await handler.batcher.aclose()
+            if handler.traffic is not None:
+                handler.traffic.close()
             close = getattr(model.world, "aclose", None)
             if close is not None:
                 with contextlib.suppress(Exception):  # closing must never hide the shutdown's own outcome

@@ -44,6 +44,7 @@ from agentbalance.serve.protocol import (
     usage_of,
 )
 from agentbalance.serve.spending import SpendLedger
+from agentbalance.serve.traffic_log import TrafficLog, served_record
 from agentbalance.worlds.base import TextSink
 
 log = logging.getLogger("agentbalance.serve")
@@ -83,6 +84,7 @@ class ChatHandler:
     metrics: ServeMetrics
     governor: BudgetGovernor | None = None
     ledger: SpendLedger | None = None
+    traffic: TrafficLog | None = None  # `serve --log-dir`: every answered request written down
 
     def admit(self, request: ServedRequest) -> None:
         """Refusals that must come before any work (and before a stream's 200): shutdown, full slots, spend."""
@@ -240,6 +242,12 @@ class ChatHandler:
         if request.point is not None:
             extra["operating_point"] = request.point.describe()
         self._access(request, status, stream, trace=trace, wall_s=wall_s, agents=len(mas.agents))
+        if self.traffic is not None:
+            self.traffic.write(
+                served_record(
+                    request.trace_id, request.created, request.model_name, request.served, request.query, mas, trace
+                )
+            )
         return extra
 
     def _cancelled(self, request: ServedRequest) -> None:

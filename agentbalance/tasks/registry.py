@@ -24,6 +24,7 @@ from agentbalance.tasks.mbpp import MBPP_HUB, mbpp_queries, read_mbpp
 from agentbalance.tasks.mmlu import MMLU_HUB, MMLU_PRO_HUB, mmlu_pro_queries, mmlu_queries, read_mmlu, read_mmlu_pro
 from agentbalance.tasks.records import HubDataset, Record, hub_records
 from agentbalance.tasks.replay_questions import load_replay_questions, replay_task
+from agentbalance.tasks.served_questions import read_served_questions
 from agentbalance.tasks.user_jsonl import read_user_queries, user_task
 
 
@@ -61,6 +62,7 @@ SOURCES: dict[str, TaskSource] = {
     "mbpp": TaskSource("a local MBPP JSONL file", read_mbpp, "code", PROGRAM, MBPP_HUB, mbpp_queries),
     "jsonl": TaskSource("your JSONL query file", read_user_queries, build=user_task),
     "replay": TaskSource("a replay-world folder or its questions.jsonl", load_replay_questions, build=replay_task),
+    "served": TaskSource("a folder of `serve --log-dir` or its requests.jsonl", read_served_questions, build=user_task),
 }
 TASK_NAMES: tuple[str, ...] = tuple(SOURCES)
 """The tasks read from data; `load_task` also knows the `generated` ones it is given."""

@@ -15,7 +15,7 @@ from agentbalance.catalog import Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import Query
 from agentbalance.tasks.base import Task
-from agentbalance.worlds.base import World
+from agentbalance.worlds.base import RecordedWorld, World
 
 if TYPE_CHECKING:
     from agentbalance.worlds.judge import Judge
@@ -115,9 +115,8 @@ def judged(world: World, judge: JudgeSpec | None, live: LiveOptions | None = Non
     if judge is None:
         return world
     from agentbalance.worlds.judge import Judge, JudgedWorld, load_rubric
-    from agentbalance.worlds.live import LiveWorld
 
-    if not isinstance(world, LiveWorld):
+    if world.simulated or isinstance(world, RecordedWorld):
         raise AgentBalanceError(
             f"--judge grades real answers, and the {world.name} world has none to show it: use it with "
             "--world live (a replay world recorded with `record --judge` already holds the judge's scores)"

@@ -185,6 +185,36 @@ class RecordedWorld(Protocol):
         ...
 
 
+class WrappedWorld:
+    """A world that answers through another (`answering`, a field of the subclass) and adds one thing to it (a judge's
+    grade, answers already paid for). It is the answering world by name, kind, catalog, temperature and closing;
+    nothing else is passed through, so it never passes for a world it is not (a recorded or a synchronous one)."""
+
+    answering: World
+
+    @property
+    def name(self) -> str:
+        return self.answering.name
+
+    @property
+    def simulated(self) -> bool:
+        return self.answering.simulated
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.answering.catalog
+
+    @property
+    def temperature(self) -> float | None:
+        """The answering world's sampling temperature (a live world's; None for worlds without one)."""
+        return getattr(self.answering, "temperature", None)
+
+    async def aclose(self) -> None:
+        close = getattr(self.answering, "aclose", None)
+        if close is not None:
+            await close()
+
+
 def pooled_catalog(world: World) -> Catalog:
     """The catalog a world's pools and backbone features come from: calibrated on the recorded training
     split in a replay world, the world's own catalog elsewhere."""

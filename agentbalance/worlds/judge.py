@@ -16,12 +16,12 @@ from pathlib import Path
 
 import yaml
 
-from agentbalance.catalog import Backbone, Catalog
+from agentbalance.catalog import Backbone
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import Agent
 from agentbalance.query import Query
 from agentbalance.roles import Role, RoleKind
-from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, World
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, Completion, World, WrappedWorld
 
 PLACEHOLDERS = frozenset({"question", "answer", "reference"})
 
@@ -228,31 +228,13 @@ class Judge:
 
 
 @dataclass
-class JudgedWorld:
+class JudgedWorld(WrappedWorld):
     """A world whose every answer is graded by a judge: the completion's `score` is the judge's verdict (None when
     it gives none), the one grade every execution path reads (`runtime.execution.grade`). The judge's calls go to
-    its own world, so `judge.stats` holds their cost apart from the answers'. Anything else a caller asks of the
-    world (its temperature, its closing) is the answering world's."""
+    its own world, so `judge.stats` holds their cost apart from the answers'."""
 
     answering: World
     judge: Judge
-
-    @property
-    def name(self) -> str:
-        return self.answering.name
-
-    @property
-    def simulated(self) -> bool:
-        return self.answering.simulated
-
-    @property
-    def catalog(self) -> Catalog:
-        return self.answering.catalog
-
-    def __getattr__(self, attribute: str) -> object:
-        if attribute in ("answering", "judge"):  # not set yet (copying, unpickling): no recursion
-            raise AttributeError(attribute)
-        return getattr(self.answering, attribute)
 
     async def complete(self, call: AgentCall) -> Completion:
         completion = await self.answering.complete(call)

@@ -30,7 +30,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,6 +111,7 @@ async def record(
     samples: int = 1,
     concurrency_per_backbone: int | None = 1,
     max_usd_total: float | None = None,
+    only: Collection[tuple[str, str, int]] | None = None,
 ) -> RecordSummary:
     """Ask every backbone of `world.catalog` each question of `task`, alone, `samples` times, and write a replay
     world to `out_dir`.
@@ -126,6 +127,10 @@ async def record(
 
     `concurrency_per_backbone` (default 1) bounds each backbone's calls in flight, so a recorded latency is
     the server's service time, not its queue behind our own other calls (None: only `concurrency`).
+
+    `only` (None: every question, backbone and sample) names the (question id, backbone, sample) answers to record;
+    a question or a backbone with none is left out of the world (`record --task served` without --ask-missing: the
+    answers a served log holds).
     """
     if concurrency < 1:
         raise AgentBalanceError(f"record: concurrency must be at least 1, got {concurrency}")
@@ -140,8 +145,20 @@ async def record(
     queries = list(task.items())
     if not queries:
         raise AgentBalanceError(f"record: task {task.name!r} has no question to record")
-    backbones = world.catalog.backbones
-    total = len(queries) * len(backbones) * samples
+    planned = [
+        (query, backbone, sample)
+        for query in queries
+        for backbone in world.catalog.backbones
+        for sample in range(samples)
+        if only is None or (query.id, backbone.name, sample) in only
+    ]
+    if not planned:
+        raise AgentBalanceError(f"record: none of the answers asked for is a question of task {task.name!r}")
+    per_question = Counter(query.id for query, _, _ in planned)
+    queries = [query for query in queries if per_question[query.id]]
+    asked_of = {backbone.name for _, backbone, _ in planned}
+    backbones = tuple(backbone for backbone in world.catalog.backbones if backbone.name in asked_of)
+    total = len(planned)
     limit = asyncio.Semaphore(concurrency)
     per_backbone = {
         backbone.name: asyncio.Semaphore(concurrency_per_backbone) if concurrency_per_backbone else limit
@@ -162,12 +179,7 @@ async def record(
             progress(done, total, paid)
         return row
 
-    jobs = [
-        asyncio.ensure_future(ask(query, backbone, sample))
-        for query in queries
-        for backbone in backbones
-        for sample in range(samples)
-    ]
+    jobs = [asyncio.ensure_future(ask(query, backbone, sample)) for query, backbone, sample in planned]
     try:
         answered = await asyncio.gather(*jobs)
     except BaseException:
@@ -180,7 +192,7 @@ async def record(
     capped = len(rows) < total
     if capped:  # keep the questions every backbone answered every time: a complete world of fewer questions
         counts = Counter(row.query.id for row in rows)
-        complete = [query for query in queries if counts[query.id] == len(backbones) * samples]
+        complete = [query for query in queries if counts[query.id] == per_question[query.id]]
         if not complete:
             raise AgentBalanceError(
                 f"record: the spend cap of USD {max_usd_total:g} was reached (USD {paid:.4f} paid, {len(rows)} calls) "
@@ -196,7 +208,8 @@ async def record(
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_atomic(out_dir / "questions.jsonl", _questions_jsonl(complete, task))
     _write_atomic(out_dir / "outcomes.csv.gz", _outcomes_csv_gz(rows, samples > 1))
-    _write_atomic(out_dir / "models.yaml", _models_yaml(world, len(complete), samples).encode())
+    recorded = world.catalog.subset(b.name for b in backbones)
+    _write_atomic(out_dir / "models.yaml", _models_yaml(world, recorded, len(complete), samples).encode())
     summary = _summary(out_dir, complete, backbones, rows, wall_s, samples)
     paid_usd = paid if capped else summary.paid_usd  # capped: the calls of the questions left out were paid too
     return replace(summary, capped=capped, asked=len(queries), dropped=dropped, paid_usd=paid_usd)
@@ -324,8 +337,7 @@ OPTIONAL_MODEL_KEYS = (
 )
 
 
-def _models_yaml(world: World, questions: int, samples: int) -> str:
-    catalog: Catalog = world.catalog
+def _models_yaml(world: World, catalog: Catalog, questions: int, samples: int) -> str:
     entries: list[dict[str, Any]] = []
     for backbone in catalog.backbones:
         data = backbone.model_dump()
