@@ -157,9 +157,12 @@ def test_a_user_rubric_replaces_both_defaults(tmp_path: Path) -> None:
 
 
 def judge_or_answer(body: dict[str, Any]) -> str:
-    """A loopback responder: a rating for the judge's calls (its rubric as the system message), else an answer."""
+    """A loopback responder: a rating for the judge's calls (its rubric as the system message; none for mid's
+    answers), else an answer."""
     system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
-    return "Useful advice. Rating: [[8]]" if "impartial judge" in system else f"Water it weekly, says {body['model']}."
+    if "impartial judge" not in system:
+        return f"Water it weekly, says {body['model']}."
+    return "A fair answer." if "says mid-model" in body["messages"][-1]["content"] else "Useful advice. Rating: [[8]]"
 
 
 def test_record_with_a_judge_writes_its_scores_and_counts_its_cost_apart(tmp_path: Path) -> None:
@@ -185,10 +188,17 @@ def test_record_with_a_judge_writes_its_scores_and_counts_its_cost_apart(tmp_pat
         assert len(judged) == 9 and len(server.requests) == 18
         assert {r.body["temperature"] for r in judged} == {0}  # type: ignore[index]
 
-        outcomes = pd.read_csv(tmp_path / "world" / "outcomes.csv.gz")
-        assert outcomes["score"].tolist() == pytest.approx([7 / 9] * 9) and set(outcomes["correct"]) == {1}
+        assert "3 of 9 answers could not be graded (the judge gave no rating): written ungraded" in done.stdout
+        outcomes = pd.read_csv(tmp_path / "world" / "outcomes.csv.gz", keep_default_na=False)
+        rated = outcomes["model"] != "mid"
+        assert [float(v) for v in outcomes["score"][rated]] == pytest.approx([7 / 9] * 6) and set(
+            outcomes["correct"][rated]
+        ) == {1}
+        assert set(outcomes["score"][~rated]) == {""} and set(outcomes["correct"][~rated]) == {0}, "ungraded, no guess"
         world = ReplayWorld.load(tmp_path / "world")
         assert world.accuracy("think", "train") == pytest.approx(7 / 9)
+        with pytest.raises(AgentBalanceError, match="none of the answers of backbone 'mid'"):
+            world.accuracy("mid", "train")
 
         env = {"AGENTBALANCE_API_KEY": KEY}
         again = agentbalance(*command, "--judge", "tiny", "--out", "again", cwd=tmp_path, env=env)

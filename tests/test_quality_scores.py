@@ -199,7 +199,7 @@ def test_without_gold_an_answer_scores_as_the_recorded_response_that_gave_it(tmp
     assert (graded.answer, graded.score) == ("C", 1.0), "where the gold is known it decides, 1 or 0"
 
 
-BAD_SCORES = {"above one": "1.5", "negative": "-0.25", "not a number": "high", "empty": "", "nan": "nan"}
+BAD_SCORES = {"above one": "1.5", "negative": "-0.25", "not a number": "high", "nan": "nan"}
 
 
 @pytest.mark.parametrize("case", sorted(BAD_SCORES))
@@ -214,13 +214,40 @@ def test_a_bad_score_is_one_clear_error_naming_the_file_line_and_value(tmp_path:
         assert fragment in str(caught.value), f"{case}: {fragment!r} not in {caught.value}"
 
 
+def test_an_empty_score_is_an_ungraded_answer_that_counts_in_no_mean(tmp_path: Path) -> None:
+    """A judge that gave no rating leaves the cell empty: the answer is ungraded (None, never a guess of 0), and the
+    backbone's accuracy and reliability are over its graded answers; a backbone with none graded is a clear error."""
+    questions, outcomes = open_tables()
+    outcomes["score"] = outcomes["score"].map(repr)
+    unrated = (outcomes["model"] == "alpha") & outcomes["id"].isin(["o00", "o01", "o02", "o03"])
+    outcomes.loc[unrated, "score"] = ""
+    world = ReplayWorld.load(write_world(tmp_path / "unrated", questions, outcomes))
+    for query in world.questions:
+        (outcome,) = alone(world, GENERAL, "alpha", [query])
+        expected = (
+            None
+            if query.id in {"o00", "o01", "o02", "o03"}
+            else pytest.approx(recorded_score("alpha", int(query.id[1:])))
+        )
+        assert outcome.score == expected, query.id
+    train = [int(q.id[1:]) for q in world.queries("train") if q.id not in {"o00", "o01", "o02", "o03"}]
+    assert world.accuracy("alpha") == pytest.approx(np.mean([recorded_score("alpha", i) for i in train]))
+    assert world.reliability("alpha") == pytest.approx(
+        (sum(recorded_score("alpha", i) for i in train) + 1) / (len(train) + 2)
+    )
+    outcomes.loc[outcomes["model"] == "alpha", "score"] = ""
+    silent = ReplayWorld.load(write_world(tmp_path / "silent", questions, outcomes))
+    with pytest.raises(AgentBalanceError, match="none of the answers of backbone 'alpha' on the train split is graded"):
+        silent.accuracy("alpha")
+
+
 def test_the_command_line_reports_a_bad_score_without_a_traceback(tmp_path: Path) -> None:
     questions, outcomes = open_tables()
     outcomes.loc[2, "score"] = 1.25
     write_world(tmp_path / "bad", questions, outcomes)
     mas = write_panel_mas(tmp_path / "mas.json", [], ("d", "Decision Maker", "alpha"))
     done = agentbalance("run", "--mas", str(mas), "--world", "replay:bad", "o00", cwd=tmp_path)
-    one_error_line(done, "line 4, column score: expected a number from 0 to 1, got '1.25'")
+    one_error_line(done, "line 4, column score: expected a number from 0 to 1, or empty (ungraded), got '1.25'")
 
 
 def test_run_shows_a_judges_score_and_the_mean_score(tmp_path: Path) -> None:

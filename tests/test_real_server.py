@@ -25,6 +25,7 @@ import yaml
 from typer.testing import CliRunner
 
 from agentbalance.catalog import Catalog
+from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
@@ -490,3 +491,88 @@ def test_the_judge_grades_with_a_real_model_on_the_real_server(smollm2: RealServ
     again = Judge(LiveWorld(catalog, api_key=KEY, cache_dir=tmp_path / "cache"), catalog["smollm2-135m"])
     repeated = asyncio.run(again.grade(query, answer))
     assert repeated.cached and repeated.score == verdict.score and smollm2.requests() - before == 1
+
+
+FEW_SHOT_RUBRIC = """\
+system: "You grade answers from 1 (wrong) to 10 (perfect)."
+prompt: |
+  Question: What is 2 + 2?
+  Answer: 4
+  Rating: [[10]]
+
+  Question: What is 3 + 3?
+  Answer: 9
+  Rating: [[1]]
+
+  Question: {question}
+  Answer: {answer}
+  Rating:
+"""
+
+
+def test_served_traffic_is_judged_and_trained_on_with_the_real_server(
+    live_run: tuple[Path, dict[str, object]], smollm2: RealServer, gemma3: RealServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop from served traffic to the next controller, on the real servers: `serve --log-dir` keeps five
+    requests, `record --task served --judge --ask-missing` grades the served answers without asking them again
+    and asks the other backbone, and `build` trains offline on the recorded world."""
+    import openai
+
+    from agentbalance.serve import ServedModel, ServeOptions, ServerThread, create_app
+    from agentbalance.worlds import LiveOptions, open_world
+
+    folder = live_run[0].parent
+    catalog_file = folder / "local-catalog.yaml"
+    monkeypatch.setenv("AGENTBALANCE_API_KEY", KEY)
+    world = open_world("live", Catalog.load(catalog_file), live=LiveOptions(cache_dir=folder / "loop-cache"))
+    options = ServeOptions(log_dir=folder / "traffic")
+    with ServerThread(create_app(ServedModel.load(live_run[0], world), options)) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=120)
+        for question in ["What is 12 + 7?", "What is 9 * 3?", "What is 40 - 8?", "What is 6 + 6?", "What is 2 * 8?"]:
+            client.chat.completions.create(model="agentbalance", messages=[{"role": "user", "content": question}])
+    logged = (folder / "traffic" / "requests.jsonl").read_text().splitlines()
+    assert len(logged) == 5
+
+    # a 270M pretrained model follows a few-shot rubric's form (SmolLM2-135M rates nothing under any rubric tried);
+    # its ratings are plumbing, not judgement
+    rubric = folder / "few-shot-rubric.yaml"
+    rubric.write_text(FEW_SHOT_RUBRIC, encoding="utf-8")
+    before = smollm2.requests() + gemma3.requests()
+    recorded = invoke(
+        "record", "--world", "live", "--catalog", str(catalog_file), "--task", "served", "--data",
+        str(folder / "traffic"), "--judge", "gemma3-270m", "--judge-rubric", str(rubric), "--ask-missing",
+        "--cache-dir", str(folder / "loop-cache"), "--out", str(folder / "served-world"), cache=folder,
+    )  # fmt: skip
+    assert isinstance(recorded, str) and "answers reused from the served log" in recorded and "judge: " in recorded
+    replayed = ReplayWorld.load(folder / "served-world")
+    assert len(replayed.questions) == 5 and set(replayed.catalog.names) == {"smollm2-135m", "gemma3-270m"}
+    reused = int(recorded.split(" answers reused")[0].split()[-1])
+    assert 0 < reused <= 10 and smollm2.requests() + gemma3.requests() - before >= 10 - reused  # the rest asked
+    scores = pd.read_csv(folder / "served-world" / "outcomes.csv.gz", keep_default_na=False, dtype=str)["score"]
+    ungraded = int((scores == "").sum())
+    assert all(0 <= float(v) <= 1 for v in scores if v), "a rating read from the verdict, on [0, 1]"
+    assert ungraded == 0 or f"{ungraded} of 10 answers could not be graded" in " ".join(recorded.split())
+
+    # the next controller, trained offline on the graded traffic; or, where this tiny judge rated none of a
+    # backbone's training answers, refused before training with that reason
+    from agentbalance.cli import app
+
+    def has_a_graded_training_answer(backbone: str) -> bool:
+        try:
+            return replayed.accuracy(backbone, "train") >= 0
+        except AgentBalanceError:
+            return False
+
+    rated = all(has_a_graded_training_answer(name) for name in replayed.catalog.names)
+    result = CliRunner().invoke(
+        app,
+        ["build", "--world", f"replay:{folder / 'served-world'}", "--budget-tok", "0.001", "--epochs", "1",
+         "--train", "3", "--val", "2", "--test", "2", "--out", str(folder / "next"), "--json"],
+        env={"AGENTBALANCE_CACHE_DIR": str(folder)},
+    )  # fmt: skip
+    if rated:
+        assert result.exit_code == 0, result.stderr
+        built = json.loads(result.stdout.splitlines()[-1])
+        assert built["n"] >= 1 and 0 <= built["perf"] <= 1
+    else:
+        assert result.exit_code == 2 and "is graded (its `score` cells are empty" in result.stderr

@@ -158,6 +158,7 @@ def record(
     if summary.ungraded:
         why = "the judge gave no rating" if grader is not None else "no gold answer (grade them with --judge)"
         console.print(
-            f"{summary.ungraded} of {summary.calls} answers could not be graded ({why}): written with score 0",
+            f"{summary.ungraded} of {summary.calls} answers could not be graded ({why}): written ungraded (an empty "
+            "score), counted in no mean",
             highlight=False,
         )

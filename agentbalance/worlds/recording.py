@@ -12,8 +12,9 @@ The folder is in the replay-world format (shared/data/README.md) with the option
   successful call). With K > 1 samples (each sample k is the call of the k-th agent on the backbone: in a live
   world `seed` = k at the world's temperature, which must be above 0) a `sample` column numbers them; with K = 1
   it is omitted.
-  A `score` column keeps the scores when some score is neither 0 nor 1 (a world that knows a judge's quality);
-  right/wrong recordings have none.
+  A `score` column keeps the scores when some score is neither 0 nor 1 (a world that knows a judge's quality),
+  empty where an answer could not be graded (no gold, and no judge or a judge that gave no rating: such an answer
+  is ungraded, never a guess); right/wrong recordings of graded answers have none.
 * models.yaml: the catalog's facts about each backbone (no `base_url`, no `api_key_env`: a replay world
   makes no calls), with the catalog's cost assumptions when they are not the defaults.
 
@@ -72,11 +73,12 @@ class RecordSummary:
     calls: int
     failures: int
     cached: int  # calls served from a response cache (nothing paid for them now)
-    ungraded: int  # calls whose answer the task could not grade (unknown gold): written as correct 0, score 0
+    ungraded: int  # calls whose answer could not be graded (no gold, no judge's rating): correct 0, score empty
     cost_usd: float  # as reported by the world (cached calls at their original cost)
     wall_s: float
     paid_usd: float = 0.0  # what this recording paid: its calls not served from a cache
-    accuracy: dict[str, float] = field(default_factory=dict)  # per backbone, the mean score (failures: 0)
+    # per backbone, the mean score of its graded answers (failures: 0; NaN when none is graded)
+    accuracy: dict[str, float] = field(default_factory=dict)
     failures_by_backbone: dict[str, int] = field(default_factory=dict)
     errors: tuple[str, ...] = ()  # the first few failure messages, for the user
     samples: int = 1  # calls per (question, backbone)
@@ -93,7 +95,7 @@ class _Row:
     backbone: Backbone
     sample: int
     answer: str
-    score: float  # 0 when ungraded or failed
+    score: float  # 0 when failed; meaningless when not `graded` (written as an empty score)
     graded: bool
     completion_tokens: int
     cost_usd: float
@@ -286,8 +288,8 @@ def _questions_jsonl(queries: list[Query], task: Task) -> bytes:
 
 def _outcomes_csv_gz(rows: list[_Row], sampled: bool) -> bytes:
     """The outcome rows; a `sample` column only when there are several samples, a `score` column only when some
-    score is neither 0 nor 1 (right/wrong, one-sample files unchanged)."""
-    scored = any(row.score not in (0.0, 1.0) for row in rows)
+    score is neither 0 nor 1 or some answer is ungraded (an empty cell; right/wrong, one-sample files unchanged)."""
+    scored = any(row.score not in (0.0, 1.0) or not row.graded for row in rows)
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     header = SAMPLED_OUTCOME_HEADER if sampled else OUTCOME_HEADER
@@ -303,7 +305,7 @@ def _outcomes_csv_gz(rows: list[_Row], sampled: bool) -> bytes:
                 row.completion_tokens,
                 repr(float(row.cost_usd)),
                 f"{row.latency_s:.4f}",
-                *((repr(row.score),) if scored else ()),
+                *(((repr(row.score) if row.graded else ""),) if scored else ()),
             )
         )
     buffer = io.BytesIO()
@@ -395,8 +397,13 @@ def _summary(
         cost_usd=sum(row.cost_usd for row in rows),
         wall_s=wall_s,
         paid_usd=sum(row.cost_usd for row in rows if not row.cached),
-        accuracy={name: sum(r.score for r in own) / len(own) for name, own in per_backbone.items()},
+        accuracy={name: _mean_graded(own) for name, own in per_backbone.items()},
         failures_by_backbone={name: sum(r.error is not None for r in own) for name, own in per_backbone.items()},
         errors=tuple(str(row.error) for row in failed[:5]),
         samples=samples,
     )
+
+
+def _mean_graded(rows: list[_Row]) -> float:
+    graded = [row.score for row in rows if row.graded]
+    return sum(graded) / len(graded) if graded else float("nan")

@@ -27,10 +27,12 @@ How a call is answered (the default rule, `WeightedVote`):
   ("solution:<backbone>", "#k" appended for its sample k > 0) and the author's recorded score of that sample
   is the outcome's.
 * Score (the answer's quality in [0, 1]): each recorded answer's score is its `score` column where the
-  world has one (a judge's quality), else its `correct` (1 or 0). An agent's answer scores 1 or 0 against
-  the gold answer where it is known; else it scores as the response that gave it: the agent's own recorded
-  one when the vote chose its own answer, else the response passed on by the most reliable input that gave
-  the chosen answer (None if none did). A backbone alone thus scores its recorded score.
+  world has one (a judge's quality; an empty cell: ungraded, the judge gave no rating), else its `correct` (1 or
+  0). An ungraded recording gives an ungraded answer (None) and counts in no mean (reliability, accuracy).
+  An agent's answer scores 1 or 0 against the gold answer where it is known; else it scores as the response
+  that gave it: the agent's own recorded one when the vote chose its own answer, else the response passed on by
+  the most reliable input that gave the chosen answer (None if none did). A backbone alone thus scores its
+  recorded score.
 * Tokens: completion = the recorded completion length of the agent's own backbone (its sample); prompt =
   `estimate_prompt_tokens` (role prompt + question, characters / 4) + the inputs' completion tokens.
   Cost: the recorded cost plus the extra upstream text at the input price, else catalog prices.
@@ -41,10 +43,8 @@ How a call is answered (the default rule, `WeightedVote`):
 from __future__ import annotations
 
 import copy
-import gzip
 import hashlib
 import math
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -60,12 +60,11 @@ from agentbalance.query import Query
 from agentbalance.roles import RoleKind
 from agentbalance.tasks.replay_questions import load_replay_questions
 from agentbalance.worlds.base import AgentCall, Completion, Upstream, estimate_prompt_tokens
+from agentbalance.worlds.replay_outcomes import number_samples, read_outcomes
 
 WorldKind = Literal["mcq", "numeric", "code", "open"]
 SELECTING_KINDS = ("code", "open")  # worlds whose agents select one recorded response instead of voting on answers
 SPLITS = ("train", "val", "test")
-OUTCOME_COLUMNS = ("id", "model", "answer", "correct", "completion_tokens", "cost_usd")
-OPTIONAL_OUTCOME_COLUMNS = ("latency_s", "sample", "score")
 NUMERIC_OPTIONS = 10  # K of the vote weight for free-form numeric answers
 MIN_LETTER_SHARE = 0.01  # a letter counts as an option of choice-less MCQ if >= 1% of train answers
 SOLUTION_PREFIX = "solution:"
@@ -197,83 +196,9 @@ def _check_fractions(split: Sequence[float]) -> tuple[float, float, float]:
 # ----------------------------------------------------------------------------- reading a folder
 
 
-MAX_RECORDED_TOKENS = 10_000_000  # far beyond any context window; larger is a damaged or misaligned file
-MAX_SAMPLE = 9_999  # samples per question and backbone are numbered 0..K-1; larger is a damaged file
-
-
-def _read_outcomes(path: Path) -> pd.DataFrame:
-    """outcomes.csv.gz as strings; the columns and every cell checked, errors naming the line and column."""
-    if not path.is_file():
-        raise AgentBalanceError(f"replay outcomes file not found: {path}")
-    try:
-        table = pd.read_csv(path, compression="gzip", dtype=str, keep_default_na=False, na_filter=False)
-    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
-        raise AgentBalanceError(f"{path}: not a valid gzip file ({error})") from None
-    except pd.errors.EmptyDataError:
-        raise AgentBalanceError(f"{path}: empty (expected a CSV header: {','.join(OUTCOME_COLUMNS)})") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as error:
-        reason = " ".join(str(error).split())  # pandas ends its messages with a newline: keep one error line
-        raise AgentBalanceError(f"{path}: malformed CSV: {reason}") from None
-    columns = [str(c) for c in table.columns]
-    missing = [c for c in OUTCOME_COLUMNS if c not in columns]
-    if missing:
-        raise AgentBalanceError(f"{path}: missing column(s) {', '.join(missing)}; found: {', '.join(columns)}")
-    unknown = [c for c in columns if c not in OUTCOME_COLUMNS + OPTIONAL_OUTCOME_COLUMNS]
-    if unknown:
-        known = ", ".join(OUTCOME_COLUMNS + OPTIONAL_OUTCOME_COLUMNS)
-        raise AgentBalanceError(f"{path}: unknown column(s) {', '.join(unknown)}; known: {known}")
-    if table.empty:
-        raise AgentBalanceError(f"{path}: no outcome rows")
-
-    def fail(mask: pd.Series | np.ndarray, column: str, expected: str) -> None:
-        bad = np.flatnonzero(np.asarray(mask))
-        if bad.size:
-            row = int(bad[0])
-            value = table[column].iloc[row]
-            raise AgentBalanceError(f"{path}: line {row + 2}, column {column}: expected {expected}, got {value!r}")
-
-    def integers(column: str, maximum: int) -> pd.Series:
-        values = pd.to_numeric(table[column], errors="coerce")
-        too_large = values > maximum  # also keeps int64 from overflowing
-        fail(
-            values.isna() | (values < 0) | (values != values.round()) | too_large,
-            column,
-            f"a non-negative integer up to {maximum:,}",
-        )
-        return values.astype(np.int64)
-
-    def scores() -> np.ndarray:
-        """Each answer's quality: the `score` column (a judge's, in [0, 1]) where present, else `correct` as 1/0."""
-        if "score" not in table.columns:
-            return (table["correct"] == "1").to_numpy(dtype=np.float64)
-        values = pd.to_numeric(table["score"].str.strip(), errors="coerce")
-        fail(~((values >= 0) & (values <= 1)), "score", "a number from 0 to 1")  # NaN (unparsable) fails too
-        return values.to_numpy(dtype=np.float64)
-
-    for column in ("id", "model"):
-        fail(table[column].str.strip() == "", column, "a non-empty name")
-    fail(~table["correct"].isin(["0", "1"]), "correct", "0 or 1")
-    result = pd.DataFrame(
-        {
-            "id": table["id"],
-            "model": table["model"],
-            "answer": table["answer"].str.strip(),
-            "score": scores(),
-            "completion_tokens": integers("completion_tokens", MAX_RECORDED_TOKENS),
-        }
-    )
-    if "sample" in table.columns:
-        result["sample"] = integers("sample", MAX_SAMPLE)
-    for column in ("cost_usd", "latency_s"):
-        if column not in table.columns:
-            continue
-        text = table[column].str.strip()
-        values = pd.to_numeric(text.where(text != "", None), errors="coerce")
-        # inf/nan would turn every sum of costs or latencies into inf/nan: a damaged file, not a measurement
-        fail((text != "") & ~(np.isfinite(values) & (values >= 0)), column, "a finite non-negative number or empty")
-        result[column] = values.astype(np.float64)
-    result.attrs["judged"] = "score" in table.columns  # a judge's scores: open-ended questions if no answers
-    return result
+def _graded_score(value: float) -> float | None:
+    """A recorded score as an answer's grade: None where the recording is ungraded (NaN)."""
+    return None if math.isnan(value) else float(value)
 
 
 def _world_kind(queries: Sequence[Query], recorded: pd.Series, judged: bool) -> WorldKind:
@@ -288,36 +213,6 @@ def _world_kind(queries: Sequence[Query], recorded: pd.Series, judged: bool) -> 
         return "open" if judged and not any(q.domain == "code" for q in queries) else "code"
     sample = golds or answers.unique().tolist()
     return "numeric" if all(number_key(a) is not None for a in sample) else "mcq"
-
-
-def _number_samples(outcomes: pd.DataFrame, pair: np.ndarray, pairs: int, path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's sample (0 without a `sample` column) and the number of samples of each (question, model)
-    pair, checked: one row per (question, model, sample), a pair's samples numbered 0..K-1 without gaps."""
-    numbered = "sample" in outcomes.columns
-    sample = outcomes["sample"].to_numpy() if numbered else np.zeros(len(pair), dtype=np.int64)
-    key = pair * (int(sample.max()) + 1) + sample
-    seen, first = np.unique(key, return_index=True)
-    if len(seen) != len(key):
-        row = int(np.setdiff1d(np.arange(len(key)), first)[0])
-        which = f" (sample {sample[row]})" if numbered else ""
-        raise AgentBalanceError(
-            f"{path}: line {row + 2}: a second outcome for question {outcomes['id'].iloc[row]!r} "
-            f"and model {outcomes['model'].iloc[row]!r}{which}"
-        )
-    counts = np.bincount(pair, minlength=pairs)
-    highest = np.full(pairs, -1, dtype=np.int64)
-    np.maximum.at(highest, pair, sample)
-    gapped = np.flatnonzero(counts != highest + 1)  # no repeats, so K rows numbered up to K-1 are 0..K-1
-    if gapped.size:
-        rows = np.flatnonzero(pair == gapped[0])
-        row = int(rows[np.argmax(sample[rows])])
-        missing = min(set(range(int(sample[row]))) - set(sample[rows].tolist()))
-        raise AgentBalanceError(
-            f"{path}: line {row + 2}, column sample: question {outcomes['id'].iloc[row]!r} and model "
-            f"{outcomes['model'].iloc[row]!r} have sample {sample[row]} but no sample {missing} "
-            "(the samples of a question and model are numbered 0, 1, ... without gaps)"
-        )
-    return sample, counts
 
 
 # ----------------------------------------------------------------------------- the world
@@ -364,7 +259,7 @@ class ReplayWorld:
                 f"(known: {', '.join(self._model_names)})"
             )
         n_q, n_m = len(questions), len(self._model_names)
-        sample, counts = _number_samples(outcomes, qi * n_m + mi, n_q * n_m, outcomes_path)
+        sample, counts = number_samples(outcomes, qi * n_m + mi, n_q * n_m, outcomes_path)
         unrecorded = [name for j, name in enumerate(self._model_names) if not (mi == j).any()]
         if unrecorded:
             raise AgentBalanceError(
@@ -395,9 +290,15 @@ class ReplayWorld:
             self._latency = np.full((n_q, n_m, depth), np.nan)
             self._latency[at] = outcomes["latency_s"].to_numpy()
         # Statistics per (question, backbone) average over its samples, so a question counts once however
-        # many samples it has (and a single-sample world's numbers are exactly the recorded ones).
+        # many samples it has (and a single-sample world's numbers are exactly the recorded ones). A score is NaN
+        # where the recording is ungraded (an empty `score`: its judge gave no rating): means are over the graded
+        # samples, NaN where a pair has none, and `_graded` marks the pairs that have one.
         per_pair = np.maximum(self._samples, 1)
-        self._mean_score = self._score.sum(axis=2) / per_pair
+        graded_samples = (~np.isnan(self._score) & self._recorded).sum(axis=2)
+        self._graded = graded_samples > 0
+        self._mean_score = np.where(
+            self._graded, np.nansum(self._score, axis=2) / np.maximum(graded_samples, 1), np.nan
+        )
         self._mean_tokens = self._tokens.sum(axis=2) / per_pair
         self._gold = [self._answer_key(q.answer) for q in questions]
 
@@ -406,8 +307,12 @@ class ReplayWorld:
         self._ranking = split_ranking([q.id for q in questions], seed)
         self._split = split_codes(self._ranking, split)
         train = (self._split == 0)[:, None] & self._present
-        # Reliability: Laplace-smoothed mean score on the TRAIN split only (never val/test), a question counting once.
-        self._reliability = ((self._mean_score * train).sum(axis=0) + 1.0) / (train.sum(axis=0) + 2.0)
+        # Reliability: Laplace-smoothed mean score on the TRAIN split only (never val/test), a question counting once
+        # (and only where graded).
+        graded_train = train & self._graded
+        self._reliability = (np.where(graded_train, self._mean_score, 0.0).sum(axis=0) + 1.0) / (
+            graded_train.sum(axis=0) + 2.0
+        )
         self._letter_options = self._train_letter_count(train)
 
     @classmethod
@@ -427,7 +332,7 @@ class ReplayWorld:
             if not (folder / file).is_file():
                 raise AgentBalanceError(f"replay world {folder}: missing file {folder / file}")
         questions = load_replay_questions(folder)
-        outcomes = _read_outcomes(folder / "outcomes.csv.gz")
+        outcomes = read_outcomes(folder / "outcomes.csv.gz")
         catalog = Catalog.load(folder / "models.yaml")
         return cls(folder.resolve(), catalog, questions, outcomes, seed, fractions, rule or WeightedVote())
 
@@ -455,6 +360,13 @@ class ReplayWorld:
         rows = (self._split == self._split_code(split)) & self._present[:, j]
         if not rows.any():
             raise AgentBalanceError(f"{self.name}: backbone {backbone!r} has no recorded outcome on the {split} split")
+        rows &= self._graded[:, j]
+        if not rows.any():
+            raise AgentBalanceError(
+                f"{self.name}: none of the answers of backbone {backbone!r} on the {split} split is graded (its "
+                "`score` cells are empty: the judge gave no rating), so there is nothing to measure it by; grade them "
+                "with another judge (record --judge)"
+            )
         return float(self._mean_score[rows, j].mean())
 
     def calibrated_catalog(self, split: str = "train") -> Catalog:
@@ -507,7 +419,8 @@ class ReplayWorld:
         share that answered it right): how hard it was for these models. For benchmarks that pick hard
         questions; no agent ever reads it."""
         row = self._query_row(query_id)
-        return float(self._mean_score[row][self._present[row]].mean())
+        graded = self._present[row] & self._graded[row]
+        return float(self._mean_score[row][graded].mean()) if graded.any() else 0.5  # none graded: no information
 
     def samples(self, query_id: str, backbone: str) -> int:
         """How many samples of `backbone` are recorded on the question (1 without a `sample` column): the k-th
@@ -568,7 +481,7 @@ class ReplayWorld:
         answer = self.rule.vote(ballots, call.role.kind, self._options(qi))
         return answer, self._grade(call, recording, answer)
 
-    def _select_solution(self, call: AgentCall, recording: Recording) -> tuple[str, float, str]:
+    def _select_solution(self, call: AgentCall, recording: Recording) -> tuple[str, float | None, str]:
         qi, mi, sample = recording
         name = call.backbone.name
         ballots = [Ballot(_solution(name, sample), name, float(self._reliability[mi]), own=True, sample=sample)]
@@ -584,7 +497,7 @@ class ReplayWorld:
         sample = chosen.sample % int(self._samples[qi, author_index])
         return (
             _solution(chosen.backbone, sample),
-            float(self._score[qi, author_index, sample]),
+            _graded_score(self._score[qi, author_index, sample]),
             f"{'Response' if self.kind == 'open' else 'Solution'} from {chosen.backbone}",
         )
 
@@ -609,7 +522,7 @@ class ReplayWorld:
         if gold is not None:
             return float(answer == gold)
         if (self._answers[recording] or None) == answer:
-            return float(self._score[recording])
+            return _graded_score(self._score[recording])
         gave = [u for u in call.inputs if self._answer_key(u.completion.answer) == answer]
         return max(gave, key=lambda u: self.reliability(u.backbone.name)).completion.score if gave else None
 
