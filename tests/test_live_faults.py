@@ -121,7 +121,9 @@ def test_a_persistent_fault_ends_as_a_recorded_failure_within_the_deadline(
     assert KEY not in str(outcome)
     assert seconds <= world.deadline_s + SLACK_S
     assert outcome.latency_s == pytest.approx(seconds, abs=0.2)  # the elapsed seconds, waits included
-    assert server.count() == 4 and (world.stats.requests, world.stats.retries, world.stats.failures) == (4, 3, 1)
+    assert (world.stats.requests, world.stats.retries, world.stats.failures) == (4, 3, 1)
+    # the last attempt, sent near the deadline on a loaded machine, may be cut short before the server reads it
+    assert 3 <= server.settled(0.3) <= 4
     assert world.cache is not None and len(world.cache) == 0  # a failure is never cached
 
 
