@@ -21,6 +21,7 @@ from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
 from agentbalance.policy.condition import budget_condition, conditions
 from agentbalance.policy.controller import Controller, ControllerConfig
+from agentbalance.policy.sampling import seeded
 from agentbalance.query import Query
 from agentbalance.runtime.rollout import Outcome
 from agentbalance.templates import cascade_mas, topology_mas, vote_mas
@@ -36,8 +37,11 @@ pytestmark = pytest.mark.slow  # builds, trains or sweeps: left out of `make tes
 
 
 def _trainer(experiment: Experiment, budgets: BudgetRange | Budget, config: TrainConfig) -> Trainer:
-    """A trainer for a budget range, or for one budget."""
-    return Trainer(TrainingRun.of(experiment, Controller(experiment.context), budgets, config))
+    """A trainer for a budget range, or for one budget; its initial weights seeded as `build` seeds them (torch's
+    global random state differs with what the process did before, e.g. whether the encoder model was loaded)."""
+    with seeded(0):
+        controller = Controller(experiment.context)
+    return Trainer(TrainingRun.of(experiment, controller, budgets, config))
 
 
 def _templates(experiment: Experiment) -> list[MAS]:
@@ -195,11 +199,9 @@ def test_the_anchored_start_is_the_best_template_that_fits_each_budget(
         masses = trainer.controller.construct(
             small_experiment.embed(val), budget_condition(budget, len(val)), delta=trainer.deltas[target]
         )
-        # a mixture is imitated stage by stage: near its threshold a query may get a blend of the two (measured:
-        # 0.5 to 1.0 of the validation queries get one of its two plans, varying between identical runs, a
-        # nondeterminism of the imitation not yet traced; a single plan is imitated exactly)
+        # a mixture is imitated stage by stage: near its threshold a query may get a blend of the two
         planned = [_shape(mas) in {_shape(plan.easy), _shape(plan.hard)} for mas in masses]
-        assert np.mean(planned) >= (0.5 if plan.mixed else 1.0)
+        assert np.mean(planned) >= (0.75 if plan.mixed else 1.0)
     assert len(set(shapes)) > 1, "the range should span budgets that different templates fit best"
 
 
