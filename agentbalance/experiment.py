@@ -7,12 +7,14 @@ questions and are charged by the same accounting. It must never import training:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from agentbalance.agreement import answers_agree
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
@@ -25,7 +27,7 @@ from agentbalance.runtime.rollout import Grader, Outcome, execute
 from agentbalance.splits import Splits, task_splits, world_splits
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import JudgeSpec, LiveOptions, judged, open_task, open_world
-from agentbalance.worlds.base import RecordedWorld, SyncWorld, World, pooled_catalog, same_recorded_answer
+from agentbalance.worlds.base import RecordedWorld, SyncWorld, World, pooled_catalog
 
 
 @dataclass(frozen=True)
@@ -90,11 +92,6 @@ def task_grader(task: Task | None) -> Grader | None:
     return task.score if task is not None else None
 
 
-def answers_agree(task: Task | None) -> SameAnswer:
-    """How conditional agents compare answers: the task's rule, else the world's canonical answers'."""
-    return task.same_answer if task is not None else same_recorded_answer
-
-
 def experiment_pools(
     spec: ExperimentSpec,
     world: World,
@@ -112,7 +109,7 @@ def experiment_pools(
     names = list(catalogs.pooled.names)
     decision = roles.decision.name
     pairs = [(MAS.single(decision, name), query) for name in names for query in train]
-    same_answer = answers_agree(task)
+    same_answer = answers_agree(task, world)
     outcomes = execute(world, roles, pairs, task_grader(task), same_answer=same_answer)
     n = len(train)
     alone = {name: _alone(outcomes[i * n : (i + 1) * n]) for i, name in enumerate(names)}
@@ -174,9 +171,9 @@ class Experiment:
     def grader(self) -> Grader | None:
         return task_grader(self.task)
 
-    @property
+    @functools.cached_property
     def same_answer(self) -> SameAnswer:
-        return answers_agree(self.task)
+        return answers_agree(self.task, self.world, self.encoder)
 
     @property
     def kept(self) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from agentbalance.agreement import answers_agree
 from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
@@ -36,7 +37,7 @@ from agentbalance.runtime.trace import Trace
 from agentbalance.tasks.base import Task
 from agentbalance.train.run_folder import RunConfig, load_controller, run_catalogs, run_roles
 from agentbalance.worlds import JudgeSpec, LiveOptions
-from agentbalance.worlds.base import RecordedWorld, SameAnswer, World, same_recorded_answer
+from agentbalance.worlds.base import RecordedWorld, SameAnswer, World
 
 SPLITS = ("train", "val", "test", "all")
 
@@ -311,7 +312,7 @@ class TrainedController:
         event loop): graded by `grader`, else by `task`'s scorer, else by the world; conditional agents compare
         answers by `same_answer`, else `task`'s rule, else as canonical answers."""
         grader = grader or (task.score if task is not None else None)
-        same_answer = same_answer or (task.same_answer if task is not None else same_recorded_answer)
+        same_answer = same_answer or answers_agree(task, world, self.encoder)
         return Runner(world, self.roles, concurrency, caps, grader, same_answer)
 
     def evaluate(
@@ -351,7 +352,7 @@ class TrainedController:
         controller = self.over(opened)
         masses = controller.construct_many(queries, budget)
         grader = task.score if task is not None else None
-        same_answer = task.same_answer if task is not None else same_recorded_answer
+        same_answer = answers_agree(task, opened, self.encoder)
         pairs = list(zip(masses, queries, strict=True))
         return masses, execute(opened, controller.roles, pairs, grader, same_answer=same_answer)
 

@@ -40,18 +40,19 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": CORE | {"worlds"},
     "policy": CORE | {"pooling", "encoders"},
     "splits": CORE | {"worlds", "tasks"},
-    "experiment": CORE | {"worlds", "tasks", "encoders", "pooling", "splits", "runtime", "policy"},
+    "agreement": CORE | {"encoders", "tasks", "worlds"},
+    "experiment": CORE | {"worlds", "tasks", "encoders", "pooling", "splits", "runtime", "policy", "agreement"},
     "evaluation.measure": CORE | {"runtime", "experiment", "policy"},
     "train": CORE
     | {"policy", "experiment", "runtime", "templates", "evaluation.measure", "splits", "pooling"}
     | {"encoders", "worlds", "plots"},
     "trained": CORE
     | {"train", "runtime", "worlds", "experiment", "evaluation.measure", "policy", "tasks"}
-    | {"encoders"},
+    | {"encoders", "agreement"},
     "evaluation": CORE
     | {"trained", "train", "runtime", "experiment", "evaluation.measure", "policy"}
     | {"templates", "pooling", "plots", "encoders", "worlds", "splits", "tasks"},
-    "adapters": CORE | {"trained", "runtime", "worlds", "encoders"},
+    "adapters": CORE | {"trained", "runtime", "worlds", "encoders", "agreement"},
     "serve": CORE | {"trained", "runtime", "worlds", "encoders", "templates"},
     "agentbalance": CORE | {"pooling", "runtime", "worlds", "trained"},
 }

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from agentbalance.agreement import answers_agree
 from agentbalance.catalog import Backbone, Catalog
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
@@ -21,7 +22,7 @@ from agentbalance.roles import Role, RoleSet
 from agentbalance.runtime.execution import NO_CAPS, AgentResult, Caps, Execution, Grader, Skip
 from agentbalance.runtime.runner import call_world
 from agentbalance.runtime.trace import Trace
-from agentbalance.worlds.base import AgentCall, Completion, SameAnswer, World, same_recorded_answer
+from agentbalance.worlds.base import AgentCall, Completion, SameAnswer, World
 
 Parse = Callable[[str, Query], "str | None"]  # a reply's answer, as the task reads it
 ModelCall = Callable[[AgentCall], Awaitable[AgentResult]]  # one agent's call, answered and accounted
@@ -177,10 +178,10 @@ class AdapterRunner(Generic[ClientT]):
     """The settings every framework runner shares, and its accounting: exactly one of `clients` (backbone name ->
     the framework's model client, or a factory per agent slot) and `world` (every call answered by an agentbalance
     world); `catalog` prices the usage (default: the world's); `parse` reads a client's answer (default: an option
-    letter, else the final math answer); `grader` is the task's scorer; `same_answer` compares answers
-    (conditional agents); `caps` are per-query caps; `request_options` sends each call with its backbone's request
-    arguments (`request_arguments`; False: none, the client's own). Subclasses run one MAS on one task in their
-    framework."""
+    letter, else a stated math answer, else the whole reply); `grader` is the task's scorer; `same_answer` compares
+    answers (conditional agents; default: `agreement.answers_agree` without a task, free text by meaning); `caps`
+    are per-query caps; `request_options` sends each call with its backbone's request arguments
+    (`request_arguments`; False: none, the client's own). Subclasses run one MAS on one task in their framework."""
 
     framework = "framework"
 
@@ -194,7 +195,7 @@ class AdapterRunner(Generic[ClientT]):
         parse: Parse | None = None,
         grader: Grader | None = None,
         caps: Caps | None = None,
-        same_answer: SameAnswer = same_recorded_answer,
+        same_answer: SameAnswer | None = None,
         request_options: bool = True,
     ) -> None:
         if (clients is None) == (world is None):
@@ -209,7 +210,7 @@ class AdapterRunner(Generic[ClientT]):
         self.parse = parse
         self.grader = grader
         self.caps = caps or NO_CAPS
-        self.same_answer = same_answer
+        self.same_answer = same_answer or answers_agree(None, world)
         self.request_options = request_options
 
     async def run(self, mas: MAS, task: str | Query) -> FrameworkRun[Any]:

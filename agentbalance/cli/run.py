@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from agentbalance.agreement import answers_agree
 from agentbalance.catalog import Catalog
 from agentbalance.cli.app import (
     ApiKeyFileOption,
@@ -45,7 +46,7 @@ from agentbalance.runtime.execution import Caps
 from agentbalance.runtime.runner import Runner
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import WORLD_HELP, LiveOptions, judge_of, judge_spec, judged, open_task, open_world
-from agentbalance.worlds.base import RecordedWorld, World, same_recorded_answer
+from agentbalance.worlds.base import RecordedWorld, World
 
 if TYPE_CHECKING:
     from agentbalance.budgets import Budget
@@ -182,7 +183,7 @@ def run(
         library = _roles_for(mas, default_roles, world)
         mas.check_against(world.catalog, library, source=str(mas_path))
         queries = _queries_for(question, input_path, world, loaded_task)
-        same_answer = loaded_task.same_answer if loaded_task else same_recorded_answer
+        same_answer = answers_agree(loaded_task, world)
         runner = Runner(world, library, concurrency=concurrency, caps=caps, grader=grader, same_answer=same_answer)
         traces = runner.run_sync([(mas, query) for query in queries])
     grading = judge_of(world)

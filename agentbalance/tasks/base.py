@@ -18,7 +18,8 @@ class Task(Protocol):
     file order (already cut by the task's limit); `prompt` is the agent-facing text and contains the
     question verbatim; `parse` reads an answer from a completion text (None when there is none);
     `score` says whether an answer is right (None when the gold is unknown); `same_answer` whether two
-    parsed answers are one answer as the task reads them (never from the gold).
+    parsed answers are one answer as the task reads them (never from the gold); `free_text` whether a query's
+    answers are free text, which agree by meaning (agentbalance.agreement) beyond `same_answer`'s exact match.
     """
 
     name: str
@@ -33,3 +34,5 @@ class Task(Protocol):
     def score(self, query: Query, answer: str | None) -> bool | None: ...
 
     def same_answer(self, query: Query, first: str, second: str) -> bool: ...
+
+    def free_text(self, query: Query) -> bool: ...

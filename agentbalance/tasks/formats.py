@@ -45,7 +45,9 @@ class AnswerFormat:
 
     `check` is only called with a known gold (`gold(query)` not None) and a parsed answer: `score` handles the rest.
     `same` says whether two parsed answers are the same answer as the task reads them (a conditional agent
-    runs only when its inputs' answers are not all `same`); it never sees the gold.
+    runs only when its inputs' answers are not all `same`); it never sees the gold. `free_text` marks answers
+    whose agreement is a matter of meaning: the layer above the tasks (agentbalance.agreement) compares them
+    with the sentence encoder, which tasks may not import; `same` is then only the exact part of that rule.
     """
 
     name: str
@@ -55,9 +57,11 @@ class AnswerFormat:
     gold: Callable[[Query], Any] = _gold_answer
     present: Callable[[Query], str] = Query.render
     same: Callable[[Query, str, str], bool] = same_text
+    free_text: bool = False
 
     def prompt(self, query: Query) -> str:
-        return f"{self.present(query)}\n\n{self.instruction}"
+        presented = self.present(query)
+        return f"{presented}\n\n{self.instruction}" if self.instruction else presented
 
     def score(self, query: Query, answer: str | None) -> bool | None:
         """None when the gold is unknown, False for no answer, else the check."""
@@ -176,3 +180,14 @@ def _same_text(query: Query, answer: str) -> bool:
 
 
 EXACT = AnswerFormat("exact", "End with a line of the form 'Answer: <your answer>'.", read_free_text, _same_text)
+"""A short answer checked against a short gold (a date, a name): asked for on a line of its own."""
+
+
+def read_whole_text(text: str, query: Query) -> str | None:
+    """The whole reply is the answer (an explanation, advice, a summary): only surrounding space is dropped."""
+    return text.strip() or None
+
+
+FREE = AnswerFormat("free", "", read_whole_text, _same_text, free_text=True)
+"""An open-ended reply: asked as the question stands, read whole, compared by meaning (`free_text`). A judge grades
+it (a gold is then the reference answer the judge reads); without a judge only an exact match of the gold counts."""

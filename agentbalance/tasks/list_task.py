@@ -53,6 +53,9 @@ class ListTask:
     def same_answer(self, query: Query, first: str, second: str) -> bool:
         return self.format_of(query).same(query, first, second)
 
+    def free_text(self, query: Query) -> bool:
+        return self.format_of(query).free_text
+
 
 def first(queries: Sequence[Query], limit: int | None) -> tuple[Query, ...]:
     """The first `limit` queries in file order (all of them when `limit` is None)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.query import DOMAINS, Query, read_queries
-from agentbalance.tasks.formats import EXACT, MATH, MCQ, PROGRAM, AnswerFormat
+from agentbalance.tasks.formats import EXACT, FREE, MATH, MCQ, PROGRAM, AnswerFormat
 from agentbalance.tasks.list_task import ListTask
 
 _MATHEMATICAL = re.compile(
@@ -61,11 +61,21 @@ def _gold_letter(query: Query, path: Path) -> str | None:
     )
 
 
+REFERENCE_WORDS = 10
+"""A general question's gold of more words than this is a reference answer for a judge, not a short answer."""
+
+
 def answer_format(query: Query) -> AnswerFormat:
-    """Option letters for choices; else by domain: math expressions, programs (tests in metadata), exact text."""
+    """Option letters for choices; else by domain: math expressions, programs (tests in metadata); a general
+    question with a short gold asks for an exact short answer, one without a gold (or with a reference answer of
+    more than `REFERENCE_WORDS` words) is open-ended: free text, answered as it stands."""
     if query.choices:
         return MCQ
-    return {"math": MATH, "code": PROGRAM}.get(query.domain or "general", EXACT)
+    if query.domain in ("math", "code"):
+        return MATH if query.domain == "math" else PROGRAM
+    if query.answer is None or len(query.answer.split()) > REFERENCE_WORDS:
+        return FREE
+    return EXACT
 
 
 def user_task(name: str, queries: Sequence[Query]) -> ListTask:

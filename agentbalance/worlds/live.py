@@ -108,12 +108,14 @@ Parse = Callable[[str, Query], "str | None"]
 
 
 def default_parse(text: str, query: Query) -> str | None:
-    """The answer of a completion: an option letter for multiple choice, else the final math answer."""
+    """The answer of a completion without a task: an option letter for multiple choice, else a stated final
+    math answer (boxed, "The answer is X"), else the whole reply (free text, compared by meaning:
+    agentbalance.agreement)."""
     from agentbalance.tasks.scoring import extract_choice, extract_math_answer
 
     if query.choices:
         return extract_choice(text, query.letters)
-    return extract_math_answer(text)
+    return extract_math_answer(text) or text.strip() or None
 
 
 @dataclass(frozen=True)

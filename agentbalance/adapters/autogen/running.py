@@ -46,9 +46,9 @@ class GraphFlowRunner(AdapterRunner[ChatCompletionClient]):
 
     Exactly one of `clients` (backbone name -> model client, or a factory per agent) and `world` (every
     call answered by an agentbalance world). `catalog` prices the usage (default: the world's). Answers
-    of ordinary clients are read by `parse` (default: an option letter, else the final math answer);
+    of ordinary clients are read by `parse` (default: an option letter, else a stated math answer, else the reply);
     `grader` is the task's scorer (`execution.grade`: a world that knows the truth decides first) and
-    `same_answer` its rule for comparing answers (conditional agents; default: equal normalised text).
+    `same_answer` its rule for comparing answers (conditional agents; default: `agreement.answers_agree`).
     """
 
     framework = "autogen"
