@@ -41,8 +41,8 @@ class MeaningAgreement:
     def __call__(self, query: Query, first: str, second: str) -> bool:
         if same_text(query, first, second):
             return True
-        if min(len(first.split()), len(second.split())) < MEANING_MIN_WORDS:
-            return False
+        if self.threshold >= 1.0 or min(len(first.split()), len(second.split())) < MEANING_MIN_WORDS:
+            return False  # 1.0: only the same text agrees
         return self.cosine(first, second) >= self.threshold
 
     def cosine(self, first: str, second: str) -> float:
@@ -79,11 +79,13 @@ class ReplyAgreement:
         return self.meaning(query, first, second)
 
 
-def answers_agree(task: Task | None, world: World | None, encoder: object | None = None) -> SameAnswer:
-    """How conditional agents compare answers: the task's rule (free text by meaning), else in the simulated and
-    replay worlds as their canonical answers, else (real replies without a task: a live world, or no world but an
-    agent framework's model clients) `ReplyAgreement`."""
-    meaning = MeaningAgreement(encoder)
+def answers_agree(
+    task: Task | None, world: World | None, encoder: object | None = None, threshold: float = FREE_TEXT_THRESHOLD
+) -> SameAnswer:
+    """How conditional agents compare answers: the task's rule (free text by meaning, at `threshold`), else in the
+    simulated and replay worlds as their canonical answers, else (real replies without a task: a live world, or no
+    world but an agent framework's model clients) `ReplyAgreement`."""
+    meaning = MeaningAgreement(encoder, threshold)
     if task is not None:
         return TaskAgreement(task, meaning)
     if world is not None and (world.simulated or isinstance(world, RecordedWorld)):

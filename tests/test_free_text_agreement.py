@@ -19,6 +19,7 @@ from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query, as_query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import AGREED, NO_CAPS
+from agentbalance.serve import ServeOptions
 from agentbalance.tasks.formats import EXACT, FREE
 from agentbalance.tasks.user_jsonl import user_task
 from agentbalance.worlds import open_world
@@ -83,24 +84,31 @@ def test_simulated_and_replay_answers_compare_as_canonical_answers_without_the_e
     assert rule(query, "B", "b") and not rule(query, ADVICE, SAME_ADVICE)
 
 
-CASES = [(SAME_ADVICE, False), (OTHER_MATTER, True)]
+CASES = [(SAME_ADVICE, None, False), (OTHER_MATTER, None, True), (SAME_ADVICE, 1.0, True)]
 
 
-@pytest.mark.parametrize(("second", "decider_asked"), CASES, ids=["same", "other"])
+@pytest.mark.parametrize(("second", "threshold", "decider_asked"), CASES, ids=["same", "other", "same-text-only"])
 def test_serve_skips_the_conditional_agent_only_when_the_replies_mean_the_same(
-    trained_run: Path, encoder: TextEncoder, second: str, decider_asked: bool
+    trained_run: Path, encoder: TextEncoder, second: str, threshold: float | None, decider_asked: bool
 ) -> None:
+    options = {} if threshold is None else {"agreement_threshold": threshold}
     with LoopbackServer(responder=replies(second)) as upstream:
         model = served(trained_run, live_world(upstream), encoder)
-        runner = model.runner(NO_CAPS, concurrency=4)
+        runner = model.runner(NO_CAPS, 4, **options)  # what the app runs every request with
         (trace,) = runner.run_sync([(MAS_OF_THREE, as_query([{"role": "user", "content": QUESTION}]))])
         asked = sorted(request.model for request in upstream.requests)
     assert ("qwen3-32b" in asked) is decider_asked
-    decision = trace.agents[2]
     if decider_asked:
         assert trace.escalated and trace.text == DECIDER
     else:
-        assert decision.skipped == AGREED and trace.text in (ADVICE, SAME_ADVICE)
+        assert trace.agents[2].skipped == AGREED and trace.text in (ADVICE, SAME_ADVICE)
+
+
+def test_a_threshold_outside_zero_to_one_is_refused_where_it_is_given(tmp_path: Path) -> None:
+    with pytest.raises(AgentBalanceError, match="--agreement-threshold must be in"):
+        ServeOptions(agreement_threshold=-0.1)
+    done = agentbalance("run", "--agreement-threshold", "2", "What is 2 + 2?", cwd=tmp_path)
+    assert done.returncode == 2 and "--agreement-threshold" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_run_on_a_file_of_open_ended_questions_compares_the_replies_by_meaning(tmp_path: Path) -> None:
@@ -115,13 +123,19 @@ def test_run_on_a_file_of_open_ended_questions_compares_the_replies_by_meaning(t
 
     with LoopbackServer(responder=responder) as upstream:
         command = ["run", "--mas", "mas.json", "--world", "live", "--base-url", upstream.base_url, "--input"]
-        done = agentbalance(*command, "questions.jsonl", "--json", cwd=tmp_path, env={"AGENTBALANCE_API_KEY": "k"})
+        env = {"AGENTBALANCE_API_KEY": "k"}
+        done = agentbalance(*command, "questions.jsonl", "--json", cwd=tmp_path, env=env)
         assert done.returncode == 0, done.stderr
         decided = [r for r in upstream.requests if r.model == "qwen3-32b"]
+        strict = agentbalance(*command, "questions.jsonl", "--agreement-threshold", "1", cwd=tmp_path, env=env)
+        assert strict.returncode == 0, strict.stderr
+        decided_strictly = [r for r in upstream.requests if r.model == "qwen3-32b"][len(decided) :]
     traces = {line["id"]: line for line in map(json.loads, done.stdout.splitlines())}
     assert len(decided) == 1 and QUESTION not in str(decided[0].body["messages"])  # only the bank question
     fern = next(agent for agent in traces["fern"]["agents"] if agent["id"] == "d")
     assert fern["skipped"] == AGREED
+    # 1: only the same text agrees, so the fern's replies escalate too (the bank's decider answers from the cache)
+    assert len(decided_strictly) == 1 and QUESTION in str(decided_strictly[0].body["messages"])
 
 
 ADAPTERS = {

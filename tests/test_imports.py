@@ -53,7 +53,7 @@ ALLOWED: dict[str, set[str]] = {
     | {"trained", "train", "runtime", "experiment", "evaluation.measure", "policy"}
     | {"templates", "pooling", "plots", "encoders", "worlds", "splits", "tasks"},
     "adapters": CORE | {"trained", "runtime", "worlds", "encoders", "agreement"},
-    "serve": CORE | {"trained", "runtime", "worlds", "encoders", "templates"},
+    "serve": CORE | {"trained", "runtime", "worlds", "encoders", "templates", "agreement"},
     "agentbalance": CORE | {"pooling", "runtime", "worlds", "trained"},
 }
 NEVER = [

@@ -84,6 +84,15 @@ ServeBudgetTokOption = Annotated[
 ServeBudgetLatOption = Annotated[
     float | None, typer.Option("--budget-lat", help="A --budget-conditioned model: serve this Lat budget.")
 ]
+AgreementThresholdOption = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Free-text replies agree (a conditional agent is skipped) from this cosine of the shipped encoder "
+        "(1: only the same text; docs/mas.md).",
+    ),
+]
 ExecutorOption = Annotated[str, typer.Option(help=EXECUTOR_HELP)]
 AddressOption = Annotated[str | None, typer.Option(help=ADDRESS_HELP)]
 

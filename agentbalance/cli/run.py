@@ -14,9 +14,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from agentbalance.agreement import answers_agree
+from agentbalance.agreement import FREE_TEXT_THRESHOLD, answers_agree
 from agentbalance.catalog import Catalog
 from agentbalance.cli.app import (
+    AgreementThresholdOption,
     ApiKeyFileOption,
     BaseUrlOption,
     CacheDirOption,
@@ -133,6 +134,7 @@ def run(
     judge: JudgeOption = None,
     judge_catalog: JudgeCatalogOption = None,
     judge_rubric: JudgeRubricOption = None,
+    agreement_threshold: AgreementThresholdOption = FREE_TEXT_THRESHOLD,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query, a line each (JSONL).")] = False,
 ) -> None:
     """Execute a MAS on one query or a JSONL file of queries; print answer, cost, latency per agent."""
@@ -161,6 +163,7 @@ def run(
 
     default_roles = roles or (task_roles(loaded_task) if loaded_task else None)
     grader = loaded_task.score if loaded_task else None
+    same_answer = answers_agree(loaded_task, world, threshold=agreement_threshold)
     if model is not None:
         from agentbalance.trained import TrainedController
 
@@ -174,6 +177,7 @@ def run(
             caps=caps,
             concurrency=concurrency,
             grader=grader,
+            same_answer=same_answer,
         )
     else:
         assert mas_path is not None
@@ -183,7 +187,6 @@ def run(
         library = _roles_for(mas, default_roles, world)
         mas.check_against(world.catalog, library, source=str(mas_path))
         queries = _queries_for(question, input_path, world, loaded_task)
-        same_answer = answers_agree(loaded_task, world)
         runner = Runner(world, library, concurrency=concurrency, caps=caps, grader=grader, same_answer=same_answer)
         traces = runner.run_sync([(mas, query) for query in queries])
     grading = judge_of(world)

@@ -12,8 +12,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from agentbalance.agreement import FREE_TEXT_THRESHOLD
 from agentbalance.catalog import Catalog
 from agentbalance.cli.app import (
+    AgreementThresholdOption,
     BaseUrlOption,
     CacheDirOption,
     ConcurrencyOption,
@@ -109,9 +111,10 @@ def serve(
         Path | None,
         typer.Option(
             help="Write every answered request (conversation, MAS, each agent's answer, cost, latency; never a key) to "
-            "DIR/requests.jsonl, for `record --served DIR` to grade and `build` to train on later."
+            "DIR/requests.jsonl, for `record --task served --data DIR` to grade and `build` to train on later."
         ),
     ] = None,
+    agreement_threshold: AgreementThresholdOption = FREE_TEXT_THRESHOLD,
 ) -> None:
     """Serve a trained controller's MAS as an OpenAI-compatible model: POST /v1/chat/completions (plain or streamed),
     GET /v1/models, GET /health, GET /metrics.
@@ -137,6 +140,7 @@ def serve(
         max_usd_per_day=max_usd_per_day,
         spend_db=(spend_db or default_cache_dir() / SPEND_FILE) if max_usd_per_day is not None else None,
         log_dir=log_dir,
+        agreement_threshold=agreement_threshold,
     )
     live = LiveOptions(
         base_url,

@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
+from agentbalance.agreement import FREE_TEXT_THRESHOLD
 from agentbalance.budgets import Budget
 from agentbalance.errors import AgentBalanceError
 from agentbalance.runtime.execution import Caps
@@ -50,7 +51,8 @@ class ServeOptions:
     tokens clients may send (none: no auth). After SIGTERM, in-flight requests get `grace_s` seconds to finish,
     then fail with a 503 that says so. `budget_window` (requests; None: off) turns on the budget governor;
     `max_usd_per_day` caps each key's spend per UTC day, kept in the sqlite file `spend_db`. `log_dir` (None: off)
-    keeps every answered request in `log_dir`/requests.jsonl (`serve.traffic_log`).
+    keeps every answered request in `log_dir`/requests.jsonl (`serve.traffic_log`). Free-text replies agree (a
+    conditional agent is skipped) from the encoder's cosine `agreement_threshold` (1.0: only the same text).
     """
 
     name: str = SERVED_MODEL
@@ -65,6 +67,7 @@ class ServeOptions:
     max_usd_per_day: float | None = None
     spend_db: Path | None = None
     log_dir: Path | None = None
+    agreement_threshold: float = FREE_TEXT_THRESHOLD
 
     def __post_init__(self) -> None:
         if self.max_requests < 1 or self.max_waiting < 0:
@@ -80,6 +83,8 @@ class ServeOptions:
             raise AgentBalanceError(f"serve: --budget-window must be at least 2 requests, got {self.budget_window}")
         if self.max_usd_per_day is not None and self.spend_db is None:
             raise AgentBalanceError("serve: --max-usd-per-day needs a file to keep the day's spend in (--spend-db)")
+        if not 0.0 <= self.agreement_threshold <= 1.0:
+            raise AgentBalanceError(f"serve: --agreement-threshold must be in [0, 1], got {self.agreement_threshold}")
 
 
 def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastAPI:
@@ -88,7 +93,7 @@ def create_app(model: ServedModel, options: ServeOptions | None = None) -> FastA
     options = options or ServeOptions()
     handler = ChatHandler(
         model=model,
-        runner=model.runner(options.caps, options.concurrency),
+        runner=model.runner(options.caps, options.concurrency, options.agreement_threshold),
         batcher=ConstructionBatcher(model.construct_many),
         admission=Admission(options.max_requests, options.max_waiting),
         drain=Drain(options.grace_s),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentbalance.agreement import FREE_TEXT_THRESHOLD, answers_agree
 from agentbalance.budgets import Budget
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
@@ -192,8 +193,10 @@ class ServedModel:
         alone = single_mas(self.controller.roles, point.fallback)
         return [alone if point.falls_back(query) else mas for query, mas in zip(queries, built, strict=True)]
 
-    def runner(self, caps: Caps, concurrency: int) -> Runner:
-        return self.controller.runner(self.world, caps=caps, concurrency=concurrency)
+    def runner(self, caps: Caps, concurrency: int, agreement_threshold: float = FREE_TEXT_THRESHOLD) -> Runner:
+        """The runner of every request; free-text replies agree from `agreement_threshold` (agentbalance.agreement)."""
+        agree = answers_agree(None, self.world, self.controller.encoder, agreement_threshold)
+        return self.controller.runner(self.world, caps=caps, concurrency=concurrency, same_answer=agree)
 
     def describe(self) -> dict[str, Any]:
         """What /v1/models says about the model beyond its name."""
