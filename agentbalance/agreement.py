@@ -16,7 +16,7 @@ from agentbalance.tasks.base import Task
 from agentbalance.tasks.formats import same_text
 from agentbalance.worlds.base import RecordedWorld, World, same_recorded_answer
 
-FREE_TEXT_THRESHOLD = 0.66
+FREE_TEXT_THRESHOLD = 0.85
 """The cosine from which two free-text answers agree: the best balanced accuracy on the first half of the study's
 questions (benchmarks/studies/results/free_text_agreement.json), checked on the second half, never chosen there."""
 

