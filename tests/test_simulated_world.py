@@ -18,6 +18,11 @@ from agentbalance.roles import Role, RoleSet
 from agentbalance.worlds.base import AgentCall, Completion, Upstream
 from agentbalance.worlds.simulated import SimulatedWorld, SimulationParameters, relation
 from agentbalance.worlds.simulated.questions import generate_synthetic
+from agentbalance.worlds.simulated.world import (
+    SHIPPED_CALIBRATION,
+    calibration_difficulties,
+    generated_difficulties,
+)
 
 CATALOG = Catalog.load()
 LIBRARIES = {domain: RoleSet.load(domain) for domain in DOMAINS}
@@ -67,6 +72,19 @@ def test_a_single_agent_scores_its_published_score_within_3_points(
             measured = accuracy(ask(world, backbone.name, decision, items[domain]))
             published = 100 * world.published_score(backbone, domain)
             assert abs(measured - published) <= 3, (backbone.name, domain, measured, published)
+
+
+def test_the_shipped_calibration_sample_is_what_the_generator_gives() -> None:
+    """The simulator calibrates on shipped difficulties (generating them cost seconds in every process): they must be
+    exactly the generator's, so that a change to the synthetic items cannot leave the calibration behind."""
+    count = SimulationParameters().calibration_items
+    for domain in DOMAINS:
+        shipped = calibration_difficulties(domain, count)
+        assert np.array_equal(shipped, generated_difficulties(domain, count)), (
+            f"{SHIPPED_CALIBRATION} is stale for {domain}: run "
+            "`python -c 'from agentbalance.worlds.simulated.world import write_shipped_calibration as w; w()'`"
+        )
+    assert calibration_difficulties("math", 50).shape == (50,)  # another size is generated
 
 
 def test_outcomes_are_a_pure_function_of_seed_query_backbone_role_and_inputs(items: dict[str, list[Query]]) -> None:

@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
@@ -348,14 +349,42 @@ class SimulatedWorld:
         return np.random.default_rng(int.from_bytes(digest, "big"))
 
 
+SHIPPED_CALIBRATION = Path(__file__).resolve().parent / "calibration.npz"
+"""The difficulties of the default reference sample (`SimulationParameters.calibration_items` items of each domain
+at CALIBRATION_SEED), generated once and shipped: generating them took 3-8 s in every process that opened the
+simulator. A test checks that they equal `generated_difficulties`; `write_shipped_calibration()` writes them anew."""
+
+
 @functools.lru_cache(maxsize=8)
 def calibration_difficulties(domain: str, count: int) -> np.ndarray:
-    """Difficulties of a fixed reference sample of the domain's synthetic items (memoised: a pure
-    function of its arguments, and generating thousands of items costs about a second)."""
-    items = generate_synthetic(domain, count, seed=CALIBRATION_SEED)
-    difficulties = np.array([item.metadata["difficulty"] for item in items])
+    """Difficulties of a fixed reference sample of the domain's synthetic items: the shipped ones for the default
+    sample size, else generated (memoised: a pure function of its arguments)."""
+    difficulties = _shipped_difficulties(domain, count)
+    if difficulties is None:
+        difficulties = generated_difficulties(domain, count)
     difficulties.setflags(write=False)
     return difficulties
+
+
+def generated_difficulties(domain: str, count: int) -> np.ndarray:
+    items = generate_synthetic(domain, count, seed=CALIBRATION_SEED)
+    return np.array([item.metadata["difficulty"] for item in items], dtype=np.float64)
+
+
+def _shipped_difficulties(domain: str, count: int) -> np.ndarray | None:
+    if not SHIPPED_CALIBRATION.is_file():
+        return None
+    with np.load(SHIPPED_CALIBRATION, allow_pickle=False) as shipped:
+        if domain not in shipped.files or len(shipped[domain]) != count:
+            return None
+        return np.array(shipped[domain], dtype=np.float64)
+
+
+def write_shipped_calibration() -> None:
+    """Write SHIPPED_CALIBRATION from the generator (after a change to the synthetic items or their count)."""
+    count = SimulationParameters().calibration_items
+    arrays = {domain: generated_difficulties(domain, count) for domain in DOMAINS}
+    np.savez_compressed(SHIPPED_CALIBRATION, **arrays)  # type: ignore[arg-type]
 
 
 def relation(first: Backbone, second: Backbone) -> str:
