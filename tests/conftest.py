@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -96,10 +97,29 @@ def built_run(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Path)
         return build(spec, out)
 
 
+def across_workers(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """A folder every pytest-xdist worker of this test run shares (the run's own temporary folder), or the
+    session's own folder without workers."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if worker_id != "master" else base
+
+
 @pytest.fixture(scope="session")
-def trained_run(built_run: Built) -> Path:
-    """The run folder of `built_run`."""
-    return built_run.out
+def trained_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """The run folder of `built_run`, built once per test run: the first worker to need it builds it and the others
+    wait for it and read the same folder (a build is the slowest set-up of the suite). Read it, never write."""
+    from filelock import FileLock
+
+    shared = across_workers(tmp_path_factory, worker_id) / "trained-run"
+    shared.mkdir(parents=True, exist_ok=True)
+    folder = shared / "run"
+    with FileLock(str(shared / "build.lock")):
+        if not folder.is_dir():
+            built: Built = request.getfixturevalue("built_run")
+            shutil.rmtree(shared / "partial", ignore_errors=True)
+            shutil.copytree(built.out, shared / "partial")
+            (shared / "partial").rename(folder)  # whole or absent, should a worker die mid-copy
+    return folder
 
 
 # a sweep of two seeds, small enough for the suite: with agentbalance, so that its training is compared too
