@@ -16,7 +16,6 @@ from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
-from agentbalance.evaluation.measure import CONFIDENCE_Z, Evaluation, summarise
 from agentbalance.experiment import (
     ExperimentSpec,
     experiment_splits,
@@ -25,17 +24,18 @@ from agentbalance.experiment import (
     world_catalogs,
 )
 from agentbalance.mas import MAS
+from agentbalance.measuring import CONFIDENCE_Z, Evaluation, summarise
 from agentbalance.policy.condition import budget_condition
 from agentbalance.policy.context import ControllerCatalogs
 from agentbalance.policy.controller import Controller
 from agentbalance.query import Message, Query, as_query
 from agentbalance.roles import RoleSet
+from agentbalance.run_folder import RunConfig, load_controller, run_catalogs, run_roles
 from agentbalance.runtime.execution import Caps, Grader
 from agentbalance.runtime.rollout import Outcome, execute
 from agentbalance.runtime.runner import Runner
 from agentbalance.runtime.trace import Trace
 from agentbalance.tasks.base import Task
-from agentbalance.train.run_folder import RunConfig, load_controller, run_catalogs, run_roles
 from agentbalance.worlds import JudgeSpec, LiveOptions
 from agentbalance.worlds.base import RecordedWorld, SameAnswer, World
 

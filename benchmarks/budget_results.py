@@ -25,10 +25,10 @@ import numpy as np
 from scipy.stats import binomtest
 
 from agentbalance.budgets import Budget
-from agentbalance.evaluation.measure import summarise
 from agentbalance.executors import ExecutorSpec, add_executor_arguments, map_in_order
 from agentbalance.experiment import ExperimentSpec, resolve_world
 from agentbalance.mas import MAS
+from agentbalance.measuring import summarise
 from agentbalance.runtime.rollout import Outcome, rollout
 from agentbalance.splits import world_splits
 from agentbalance.train.build import BuildSpec, build

@@ -16,9 +16,9 @@ import torch
 
 from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
-from agentbalance.evaluation.measure import CONFIDENCE_Z, Evaluation, measure, summarise
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
+from agentbalance.measuring import CONFIDENCE_Z, Evaluation, measure, summarise
 from agentbalance.policy.condition import budget_condition, conditions
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.policy.sampling import seeded

@@ -15,9 +15,9 @@ from agentbalance.evaluation.baselines.agentdropout import AgentDropoutPolicy, A
 from agentbalance.evaluation.baselines.agentprune import PRUNING_RATIO, AgentPrunePolicy, AgentPruneStyle
 from agentbalance.evaluation.baselines.base import PolicyGradientConfig, topology_backbone
 from agentbalance.evaluation.baselines.gdesigner import GDesignerPolicy, GDesignerStyle
-from agentbalance.evaluation.measure import measure
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
+from agentbalance.measuring import measure
 from tests.conftest import assert_fit_is_reproducible, fitting_cache
 
 METHODS = {

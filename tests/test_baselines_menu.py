@@ -16,9 +16,9 @@ from agentbalance.evaluation.baselines.menu import (
     single_plans,
 )
 from agentbalance.evaluation.baselines.self_consistency import SelfConsistency
-from agentbalance.evaluation.measure import measure
 from agentbalance.evaluation.methods import load_method, parse_methods
 from agentbalance.experiment import Experiment
+from agentbalance.measuring import measure
 from agentbalance.roles import RoleSet
 from agentbalance.templates import cascade_backbones, cascade_mas, vote_mas
 

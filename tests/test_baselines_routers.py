@@ -17,10 +17,10 @@ from agentbalance.evaluation.baselines.base import PolicyGradientConfig, kappa_o
 from agentbalance.evaluation.baselines.corl import CoRLPolicy, CoRLStyle, budget_condition
 from agentbalance.evaluation.baselines.masrouter import MODES, MasRouterPolicy, MasRouterStyle
 from agentbalance.evaluation.baselines.rlfocal import FocalDiversityTable, RLFocalPolicy, RLFocalStyle, focal_diversity
-from agentbalance.evaluation.measure import measure
 from agentbalance.evaluation.methods import load_method
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
+from agentbalance.measuring import measure
 from agentbalance.policy.context import BACKBONE_NUMERIC_FEATURES, ControllerContext
 from agentbalance.templates import DEBATERS
 from tests.conftest import assert_fit_is_reproducible, fitting_cache

@@ -13,9 +13,9 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.fixed import FixedTopology, base_mas
 from agentbalance.evaluation.baselines.random_mas import RandomMAS
 from agentbalance.evaluation.baselines.single import SingleLLM
-from agentbalance.evaluation.measure import measure
 from agentbalance.evaluation.methods import load_method
 from agentbalance.mas import MAS
+from agentbalance.measuring import measure
 from agentbalance.roles import Role, RoleKind, RoleSet
 from agentbalance.templates import TOPOLOGIES, topology_mas
 

@@ -17,8 +17,8 @@ from agentbalance.cli.tables import (
     pools_table,
     summary_table,
 )
-from agentbalance.evaluation.measure import measure
 from agentbalance.mas import MAS, Agent
+from agentbalance.measuring import measure
 from agentbalance.pooling import build_pools
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet

@@ -215,7 +215,7 @@ def test_the_upper_bound_on_realised_costs_certifies_the_mean_cost_of_a_cascade(
     uses, over 200 realised costs, still covers the true mean cost about 95% of the time."""
     import numpy as np
 
-    from agentbalance.evaluation.measure import CONFIDENCE_Z, summarise
+    from agentbalance.measuring import CONFIDENCE_Z, summarise
     from agentbalance.runtime.execution import Outcome
 
     rng = np.random.default_rng(0)

@@ -17,8 +17,7 @@ CORE = {
     "errors", "files", "shared_sqlite", "executors", "named", "shipped",
     "query", "catalog", "roles", "mas", "budgets",
 }  # fmt: skip
-# unit -> the units it may import (besides CORE); a unit is a top-level module or package of agentbalance,
-# except evaluation.measure, the measuring module every layer above runtime shares
+# unit -> the units it may import (besides CORE); a unit is a top-level module or package of agentbalance
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "files": {"errors"},
@@ -42,15 +41,16 @@ ALLOWED: dict[str, set[str]] = {
     "splits": CORE | {"worlds", "tasks"},
     "agreement": CORE | {"encoders", "tasks", "worlds"},
     "experiment": CORE | {"worlds", "tasks", "encoders", "pooling", "splits", "runtime", "policy", "agreement"},
-    "evaluation.measure": CORE | {"runtime", "experiment", "policy"},
+    "measuring": CORE | {"runtime", "experiment", "policy"},
+    "run_folder": CORE | {"experiment", "policy", "pooling", "encoders", "worlds"},
     "train": CORE
-    | {"policy", "experiment", "runtime", "templates", "evaluation.measure", "splits", "pooling"}
+    | {"policy", "experiment", "runtime", "templates", "measuring", "run_folder", "splits", "pooling"}
     | {"encoders", "worlds", "plots"},
     "trained": CORE
-    | {"train", "runtime", "worlds", "experiment", "evaluation.measure", "policy", "tasks"}
+    | {"run_folder", "runtime", "worlds", "experiment", "measuring", "policy", "tasks"}
     | {"encoders", "agreement"},
     "evaluation": CORE
-    | {"trained", "train", "runtime", "experiment", "evaluation.measure", "policy"}
+    | {"trained", "train", "runtime", "experiment", "measuring", "policy"}
     | {"templates", "pooling", "plots", "encoders", "worlds", "splits", "tasks"},
     "adapters": CORE | {"trained", "runtime", "worlds", "encoders", "agreement"},
     "serve": CORE | {"trained", "runtime", "worlds", "encoders", "templates", "agreement"},
@@ -65,8 +65,11 @@ NEVER = [
     ("adapters", "train", "the adapter uses a trained controller, never the trainer"),
     ("serve", "train", "the server uses a trained controller, never the trainer"),
     ("experiment", "train", "an experiment is what training stands on"),
-    ("evaluation.measure", "evaluation", "the measuring module imports no sweep"),
-    ("evaluation.measure", "trained", "the measuring module sits below TrainedController"),
+    ("measuring", "evaluation", "the measuring module imports no sweep"),
+    ("measuring", "trained", "the measuring module sits below TrainedController"),
+    ("measuring", "train", "training measures with it: it sits below training"),
+    ("trained", "train", "a trained controller reads its run folder; it never trains"),
+    ("run_folder", "train", "the run folder is read without the trainer"),
     ("tasks", "worlds", "worlds read tasks, never the other way round"),
     ("tasks", "runtime", "tasks know nothing of execution"),
 ]
@@ -79,9 +82,7 @@ def module_name(path: Path) -> str:
 
 def unit(module: str) -> str:
     parts = module.split(".")[1:]
-    if not parts:
-        return "agentbalance"
-    return "evaluation.measure" if parts[:2] == ["evaluation", "measure"] else parts[0]
+    return parts[0] if parts else "agentbalance"
 
 
 def imports_of(path: Path, module: str, known: set[str]) -> Iterator[str]:

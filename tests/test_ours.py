@@ -6,9 +6,9 @@ import pytest
 
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.fixed import base_mas
-from agentbalance.evaluation.measure import measure
 from agentbalance.evaluation.ours import AgentBalanceMethod
 from agentbalance.mas import MAS
+from agentbalance.measuring import measure
 
 
 def test_each_axis_sweep_runs_from_its_cheapest_backbone_alone_to_the_base_mas(small_experiment) -> None:

@@ -18,8 +18,8 @@ from agentbalance.budgets import Budget
 from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.curve import summarise_curve
 from agentbalance.evaluation.curve_files import CurveRow
-from agentbalance.evaluation.measure import CONFIDENCE_Z, summarise
 from agentbalance.mas import MAS, Agent
+from agentbalance.measuring import CONFIDENCE_Z, summarise
 from agentbalance.pooling import build_pools
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet

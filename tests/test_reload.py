@@ -16,9 +16,9 @@ from agentbalance.budgets import Budget
 from agentbalance.encoders import TextEncoder
 from agentbalance.experiment import ExperimentSpec, embed_queries, world_catalogs
 from agentbalance.policy.condition import budget_condition
+from agentbalance.run_folder import load_controller
 from agentbalance.train.build import BuildSpec, Built, build
 from agentbalance.train.config import TrainConfig
-from agentbalance.train.run_folder import load_controller
 from agentbalance.worlds import open_world
 from tests.test_cli import agentbalance
 from tests.test_replay_world import mcq_tables, write_world
@@ -171,7 +171,7 @@ def test_a_budget_out_of_reach_is_refused_by_build_before_training_and_said_by_e
 def test_a_world_without_its_own_catalog_keeps_the_runs(replay_build: Built, tmp_path: Path) -> None:
     """Opened in the simulator or a live world (which bring no catalog), a controller keeps the catalog it was
     built with; a replay world brings its own `models.yaml`; a named `--catalog` always wins."""
-    from agentbalance.train.run_folder import read_run_config
+    from agentbalance.run_folder import read_run_config
 
     config = read_run_config(replay_build.out).model_copy(update={"catalog": "/runs/own.yaml"})
     assert config.catalog_for(None) == config.catalog_for("sim") == config.catalog_for("live") == "/runs/own.yaml"

@@ -10,8 +10,8 @@ import pytest
 
 from agentbalance import Budget, Query, TrainedController
 from agentbalance.errors import AgentBalanceError
-from agentbalance.evaluation.measure import summarise
 from agentbalance.mas import MAS
+from agentbalance.measuring import summarise
 from agentbalance.runtime.execution import Outcome
 from tests.conftest import agentbalance
 from tests.loopback_server import LoopbackServer

@@ -18,13 +18,13 @@ from agentbalance.policy.controller import Controller
 from agentbalance.policy.sampling import seeded
 from agentbalance.query import Query
 from agentbalance.roles import RoleSet
+from agentbalance.run_folder import load_controller
 from agentbalance.runtime.rollout import rollout
 from agentbalance.runtime.runner import Runner
 from agentbalance.train.build import BuildSpec, Built, build, train_on
 from agentbalance.train.config import TrainConfig
 from agentbalance.train.policy_gradient import policy_gradient_loss
 from agentbalance.train.reinforce import Trainer
-from agentbalance.train.run_folder import load_controller
 from agentbalance.train.training_run import TrainingRun
 from agentbalance.worlds.simulated import SimulatedWorld
 

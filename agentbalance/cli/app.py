@@ -145,7 +145,7 @@ def run_world(model: Path, world: str | None, catalog: Path | None) -> tuple[str
     """`--world` and `--catalog` for a `--model`: by default the world it was trained in, and in a world with no
     catalog of its own (the simulator, a live endpoint) the catalog it was built with: its own backbones, never
     silently the shipped ones (`RunConfig.catalog_for`)."""
-    from agentbalance.train.run_folder import read_run_config
+    from agentbalance.run_folder import read_run_config
 
     config = read_run_config(model)
     world = world or config.world

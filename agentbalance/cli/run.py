@@ -51,7 +51,7 @@ from agentbalance.worlds.base import RecordedWorld, World
 
 if TYPE_CHECKING:
     from agentbalance.budgets import Budget
-    from agentbalance.evaluation.measure import Evaluation
+    from agentbalance.measuring import Evaluation
 
 
 def _roles_for(mas: MAS, roles: str | None, world: World | None) -> RoleSet:

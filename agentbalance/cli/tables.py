@@ -22,7 +22,7 @@ from agentbalance.runtime.trace import AgentTrace, Trace
 
 if TYPE_CHECKING:
     from agentbalance.budgets import Budget
-    from agentbalance.evaluation.measure import Evaluation
+    from agentbalance.measuring import Evaluation
 
 
 @dataclass(frozen=True)

@@ -41,12 +41,12 @@ from agentbalance.evaluation.curve_files import (
     write_summary,
     write_timings,
 )
-from agentbalance.evaluation.measure import measure
 from agentbalance.evaluation.methods import load_method
 from agentbalance.evaluation.metrics import SUMMARY_COLUMNS, summary_row
 from agentbalance.executors import Executor, ExecutorSpec
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
+from agentbalance.measuring import measure
 from agentbalance.train.build import one_torch_thread, refuse_ungradable
 from agentbalance.train.config import TrainConfig
 from agentbalance.worlds import judge_of

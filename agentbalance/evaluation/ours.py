@@ -21,9 +21,9 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Constructor
 from agentbalance.evaluation.baselines.fixed import base_mas
 from agentbalance.evaluation.curve_files import AXES
-from agentbalance.evaluation.measure import cheapest_mas, measure
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
+from agentbalance.measuring import cheapest_mas, measure
 from agentbalance.policy.context import LATENCY_FLOOR_S, TOK_COST_FLOOR, ControllerContext
 from agentbalance.policy.controller import ABLATIONS, ControllerConfig
 from agentbalance.pooling import random_pools

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from agentbalance.budgets import Budget
-from agentbalance.evaluation.measure import Evaluation, summarise
 from agentbalance.mas import MAS
+from agentbalance.measuring import Evaluation, summarise
 from agentbalance.policy.condition import conditions
 from agentbalance.policy.controller import Controller, Decisions
 from agentbalance.pooling import pareto_front

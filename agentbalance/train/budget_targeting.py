@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from agentbalance.budgets import Budget
-from agentbalance.evaluation.measure import Evaluation
+from agentbalance.measuring import Evaluation
 from agentbalance.policy.condition import budget_condition
 from agentbalance.query import Query
 from agentbalance.train.training_run import TrainingRun

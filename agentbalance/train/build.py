@@ -20,13 +20,14 @@ import torch
 
 from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
-from agentbalance.evaluation.measure import cheapest_mas, measure
 from agentbalance.executors import ExecutorSpec
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
+from agentbalance.measuring import cheapest_mas, measure
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.policy.sampling import seeded
 from agentbalance.roles import RoleSet
+from agentbalance.run_folder import save_run
 from agentbalance.splits import Splits
 from agentbalance.train.anchor import AnchorPlan
 from agentbalance.train.budget_targeting import selection_key
@@ -34,7 +35,6 @@ from agentbalance.train.checkpoints import RestartCheckpoint, RestartCheckpoints
 from agentbalance.train.config import TrainConfig, TrainResult
 from agentbalance.train.menu_guard import apply_guard
 from agentbalance.train.reinforce import Trainer
-from agentbalance.train.run_folder import save_run
 from agentbalance.train.training_run import TrainingRun
 from agentbalance.worlds import absolute_world_spec, judge_of
 from agentbalance.worlds.judge import JudgeStats

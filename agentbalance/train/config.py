@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agentbalance.budgets import BudgetRange
-from agentbalance.evaluation.measure import CONFIDENCE_Z, Evaluation
+from agentbalance.measuring import CONFIDENCE_Z, Evaluation
 from agentbalance.train.policy_gradient import PolicyGradientConfig
 
 

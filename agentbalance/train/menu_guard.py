@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from agentbalance.budgets import Budget
-from agentbalance.evaluation.measure import measure, policy_outcomes, scores_of, summarise, upper_bounds
 from agentbalance.mas import MAS
+from agentbalance.measuring import measure, policy_outcomes, scores_of, summarise, upper_bounds
 from agentbalance.query import Query
 from agentbalance.runtime.execution import Outcome
 from agentbalance.splits import Splits

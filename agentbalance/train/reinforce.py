@@ -14,7 +14,7 @@ from dataclasses import asdict
 import numpy as np
 import torch
 
-from agentbalance.evaluation.measure import Evaluation, cheapest_mas, measure
+from agentbalance.measuring import Evaluation, cheapest_mas, measure
 from agentbalance.policy.condition import conditions
 from agentbalance.policy.controller import Controller
 from agentbalance.query import Query

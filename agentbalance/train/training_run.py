@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import torch
 
 from agentbalance.budgets import Budget, BudgetRange
-from agentbalance.evaluation.measure import Evaluation, evaluate_policy
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
+from agentbalance.measuring import Evaluation, evaluate_policy
 from agentbalance.policy.controller import Controller
 from agentbalance.query import Query
 from agentbalance.runtime.rollout import Outcome

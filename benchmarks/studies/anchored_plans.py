@@ -29,10 +29,10 @@ from dev_worlds import BENCHMARK_RESULTS, REPLAY_WORLDS, RESULTS, sweep, sweep_a
 
 from agentbalance.budgets import Budget
 from agentbalance.evaluation.baselines.fixed import base_mas
-from agentbalance.evaluation.measure import Evaluation, measure
 from agentbalance.evaluation.metrics import gain_over_single
 from agentbalance.evaluation.ours import AgentBalanceMethod
 from agentbalance.experiment import Experiment
+from agentbalance.measuring import Evaluation, measure
 from agentbalance.policy.controller import ControllerConfig
 from agentbalance.templates import single_mas
 from agentbalance.train.anchor import AnchorPlan, PlanMenu, plan_menu

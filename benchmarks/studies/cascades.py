@@ -15,10 +15,10 @@ import json
 import sys
 from pathlib import Path
 
-from agentbalance.evaluation.measure import CONFIDENCE_Z, Evaluation, summarise
 from agentbalance.executors import ExecutorSpec, add_executor_arguments, map_in_order
 from agentbalance.experiment import ExperimentSpec, resolve_world
 from agentbalance.mas import MAS
+from agentbalance.measuring import CONFIDENCE_Z, Evaluation, summarise
 from agentbalance.runtime.rollout import execute
 from agentbalance.templates import cascade_mas, single_mas
 

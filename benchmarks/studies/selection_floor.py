@@ -21,9 +21,9 @@ from dev_worlds import REPLAY_WORLDS, RESULTS, sweep, sweep_arguments
 
 from agentbalance.budgets import Budget
 from agentbalance.evaluation.baselines.fixed import base_mas
-from agentbalance.evaluation.measure import Evaluation, measure
 from agentbalance.evaluation.metrics import frontier, gain_budgets
 from agentbalance.experiment import Experiment
+from agentbalance.measuring import Evaluation, measure
 from agentbalance.templates import single_mas
 
 

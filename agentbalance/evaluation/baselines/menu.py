@@ -27,9 +27,9 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.evaluation.baselines.base import Constructor
 from agentbalance.evaluation.baselines.fixed import base_mas, same_mas_for_every_query
 from agentbalance.evaluation.curve_files import AXES
-from agentbalance.evaluation.measure import CONFIDENCE_Z, Evaluation, measure, summarise
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
+from agentbalance.measuring import CONFIDENCE_Z, Evaluation, measure, summarise
 from agentbalance.templates import VOTE_SAMPLES, cascade_backbones, cascade_mas, single_mas, vote_mas
 
 
