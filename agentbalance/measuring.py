@@ -19,7 +19,7 @@ from agentbalance.budgets import Budget
 from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment
 from agentbalance.mas import MAS
-from agentbalance.policy.condition import budget_condition
+from agentbalance.policy.budget_input import budget_condition
 from agentbalance.policy.controller import Controller
 from agentbalance.query import Query
 from agentbalance.runtime.rollout import Outcome

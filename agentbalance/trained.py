@@ -25,7 +25,7 @@ from agentbalance.experiment import (
 )
 from agentbalance.mas import MAS
 from agentbalance.measuring import CONFIDENCE_Z, Evaluation, summarise
-from agentbalance.policy.condition import budget_condition
+from agentbalance.policy.budget_input import budget_condition
 from agentbalance.policy.context import ControllerCatalogs
 from agentbalance.policy.controller import Controller
 from agentbalance.query import Message, Query, as_query

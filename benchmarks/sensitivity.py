@@ -27,7 +27,7 @@ from agentbalance.budgets import Budget
 from agentbalance.executors import ExecutorSpec, add_executor_arguments, map_in_order
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.plots import save_figure  # importing agentbalance.plots selects the Agg backend
-from agentbalance.policy.condition import budget_condition
+from agentbalance.policy.budget_input import budget_condition
 from agentbalance.policy.controller import ControllerConfig
 from agentbalance.train.build import BuildSpec, one_torch_thread, train_on
 from agentbalance.train.config import TrainConfig

@@ -19,7 +19,7 @@ from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment, ExperimentSpec
 from agentbalance.mas import MAS
 from agentbalance.measuring import CONFIDENCE_Z, Evaluation, measure, summarise
-from agentbalance.policy.condition import budget_condition, conditions
+from agentbalance.policy.budget_input import budget_condition, conditions
 from agentbalance.policy.controller import Controller, ControllerConfig
 from agentbalance.policy.sampling import seeded
 from agentbalance.query import Query

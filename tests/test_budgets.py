@@ -10,7 +10,7 @@ import pytest
 
 from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.errors import AgentBalanceError
-from agentbalance.policy.condition import conditions
+from agentbalance.policy.budget_input import conditions
 from agentbalance.trained import TrainedController
 from tests.test_cli_build import SMALL, agentbalance, one_error_line
 

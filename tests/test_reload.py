@@ -15,7 +15,7 @@ import torch
 from agentbalance.budgets import Budget
 from agentbalance.encoders import TextEncoder
 from agentbalance.experiment import ExperimentSpec, embed_queries, world_catalogs
-from agentbalance.policy.condition import budget_condition
+from agentbalance.policy.budget_input import budget_condition
 from agentbalance.run_folder import load_controller
 from agentbalance.train.build import BuildSpec, Built, build
 from agentbalance.train.config import TrainConfig

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from agentbalance.budgets import Budget
-from agentbalance.policy.condition import CONDITION_DIM, conditions
+from agentbalance.policy.budget_input import CONDITION_DIM, conditions
 from agentbalance.policy.selection import PoolSelection
 
 

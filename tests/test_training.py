@@ -13,7 +13,7 @@ from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
 from agentbalance.experiment import Experiment, ExperimentSpec, embed_queries
-from agentbalance.policy.condition import budget_condition
+from agentbalance.policy.budget_input import budget_condition
 from agentbalance.policy.controller import Controller
 from agentbalance.policy.sampling import seeded
 from agentbalance.query import Query

@@ -17,7 +17,7 @@ from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS, Agent
 from agentbalance.policy.agent_pools import AgentPoolChoice
-from agentbalance.policy.condition import CONDITION_DIM
+from agentbalance.policy.budget_input import CONDITION_DIM
 from agentbalance.policy.context import ControllerContext, log_costs
 from agentbalance.policy.difficulty import DifficultyEstimator
 from agentbalance.policy.escalation import EscalationFlags

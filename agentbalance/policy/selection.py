@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from agentbalance.policy.condition import log_budgets
+from agentbalance.policy.budget_input import log_budgets
 
 # the budget features of the selection: Gaussian bumps over each log budget, every half a log unit (a
 # factor 1.65) from e^-12 to e^8 (from 6e-6 to 3000 USD per 100 queries or seconds per query)

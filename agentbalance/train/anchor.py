@@ -19,7 +19,7 @@ import torch
 from agentbalance.budgets import Budget
 from agentbalance.mas import MAS
 from agentbalance.measuring import Evaluation, summarise
-from agentbalance.policy.condition import conditions
+from agentbalance.policy.budget_input import conditions
 from agentbalance.policy.controller import Controller, Decisions
 from agentbalance.pooling import pareto_front
 from agentbalance.query import Query

@@ -14,7 +14,7 @@ import torch
 
 from agentbalance.budgets import Budget
 from agentbalance.measuring import Evaluation
-from agentbalance.policy.condition import budget_condition
+from agentbalance.policy.budget_input import budget_condition
 from agentbalance.query import Query
 from agentbalance.train.training_run import TrainingRun
 

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from agentbalance.measuring import Evaluation, cheapest_mas, measure
-from agentbalance.policy.condition import conditions
+from agentbalance.policy.budget_input import conditions
 from agentbalance.policy.controller import Controller
 from agentbalance.query import Query
 from agentbalance.train.anchor import AnchoredStart, AnchorPlan, anchor
