@@ -106,7 +106,7 @@ def upper_bounds(values: np.ndarray, z: float) -> np.ndarray:
     return mean + z * values.std(axis=-1, ddof=1) / math.sqrt(n) if n > 1 else mean
 
 
-def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> Evaluation:
+def summarise(systems: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> Evaluation:
     """Means, one-sided upper bounds and the distribution of what was built."""
     n = len(outcomes)
     tok = np.array([100 * o.cost_usd for o in outcomes])
@@ -116,7 +116,7 @@ def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> E
         return float(upper_bounds(values, z))
 
     perf, n_graded, perf_sd = graded_perf(outcomes)
-    backbones: Counter[str] = Counter(agent.backbone for mas in masses for agent in mas.agents)
+    backbones: Counter[str] = Counter(agent.backbone for mas in systems for agent in mas.agents)
     return Evaluation(
         perf=perf,
         tok=float(tok.mean()),
@@ -124,9 +124,9 @@ def summarise(masses: Sequence[MAS], outcomes: Sequence[Outcome], z: float) -> E
         tok_upper=upper(tok),
         lat_upper=upper(lat),
         n=n,
-        pools=_counts(str(mas.pool) for mas in masses),
-        agent_counts=_counts(str(len(mas)) for mas in masses),
-        depths=_counts(str(mas.depth()) for mas in masses),
+        pools=_counts(str(mas.pool) for mas in systems),
+        agent_counts=_counts(str(len(mas)) for mas in systems),
+        depths=_counts(str(mas.depth()) for mas in systems),
         backbones=dict(backbones.most_common()),
         n_graded=n_graded,
         escalation_rate=float(np.mean([o.escalated for o in outcomes])) if n else 0.0,
@@ -139,11 +139,11 @@ def _counts(values: Iterable[str]) -> dict[str, int]:
 
 
 def measure(
-    experiment: Experiment, masses: Sequence[MAS], queries: Sequence[Query], z: float = CONFIDENCE_Z
+    experiment: Experiment, systems: Sequence[MAS], queries: Sequence[Query], z: float = CONFIDENCE_Z
 ) -> Evaluation:
     """Run one MAS per query in the experiment's world and summarise Perf / Tok / Lat with their upper bounds."""
-    outcomes = experiment.execute(list(zip(masses, queries, strict=True)))
-    return summarise(masses, outcomes, z)
+    outcomes = experiment.execute(list(zip(systems, queries, strict=True)))
+    return summarise(systems, outcomes, z)
 
 
 def policy_outcomes(
@@ -156,8 +156,8 @@ def policy_outcomes(
     """Greedy construction for each query (under `budget` as condition, at `delta` or the configured offset)
     and its outcome in the experiment's world, query by query (paired comparisons need them, not only the means)."""
     condition = budget_condition(budget, len(queries))
-    masses = controller.construct(experiment.embed(queries), condition, [q.id for q in queries], delta=delta)
-    return masses, experiment.execute(list(zip(masses, queries, strict=True)))
+    systems = controller.construct(experiment.embed(queries), condition, [q.id for q in queries], delta=delta)
+    return systems, experiment.execute(list(zip(systems, queries, strict=True)))
 
 
 def evaluate_policy(

@@ -292,11 +292,11 @@ class TrainedController:
             )
         controller = self.over(world)
         asked = [as_query(query) for query in queries]
-        masses = controller.construct_many(asked, budget)
+        systems = controller.construct_many(asked, budget)
         runner = controller.runner(
             world, task, caps=caps, concurrency=concurrency, grader=grader, same_answer=same_answer
         )
-        return runner.run_sync(list(zip(masses, asked, strict=True)))
+        return runner.run_sync(list(zip(systems, asked, strict=True)))
 
     def runner(
         self,
@@ -326,8 +326,8 @@ class TrainedController:
         """Perf (over the graded queries), Tok and Lat of the controller on a split of a world: by default
         the test split of the world it was trained in; `split="all"` takes every question of the world (a
         new data set). `spec` gives another experiment (world, seed, task); a World object is used as is."""
-        masses, outcomes = self.outcomes(world, split, budget=budget, spec=spec)
-        return summarise(masses, outcomes, CONFIDENCE_Z)
+        systems, outcomes = self.outcomes(world, split, budget=budget, spec=spec)
+        return summarise(systems, outcomes, CONFIDENCE_Z)
 
     def outcomes(
         self,
@@ -350,11 +350,11 @@ class TrainedController:
             splits = experiment_splits(spec, opened, task)
             queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
         controller = self.over(opened)
-        masses = controller.construct_many(queries, budget)
+        systems = controller.construct_many(queries, budget)
         grader = task.score if task is not None else None
         same_answer = answers_agree(task, opened, self.encoder)
-        pairs = list(zip(masses, queries, strict=True))
-        return masses, execute(opened, controller.roles, pairs, grader, same_answer=same_answer)
+        pairs = list(zip(systems, queries, strict=True))
+        return systems, execute(opened, controller.roles, pairs, grader, same_answer=same_answer)
 
 
 def every_question(world: World, task: Task | None) -> list[Query]:

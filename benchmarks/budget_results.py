@@ -125,10 +125,10 @@ def run_seed(name: str, spec_world: str, seed: int, budgets: list[float], lat_bu
             built = build(spec, Path(folder) / "run")
             controller = TrainedController.load(built.out)
             delta = controller.delta  # the calibrated delta of the user's budget
-            masses, outcomes = controller.outcomes(world, "test")
+            systems, outcomes = controller.outcomes(world, "test")
         result = built.result
         assert [q.id for q in built.splits.test] == [q.id for q in splits.test]
-        assert summarise(masses, outcomes, TrainConfig().confidence_z).perf == result.test.perf
+        assert summarise(systems, outcomes, TrainConfig().confidence_z).perf == result.test.perf
         fitting = [row for row in singles if row["tok"] <= tok_budget and row["lat"] <= lat_budget]
         best_single = max(fitting, key=lambda row: row["perf"]) if fitting else None
         # what a user could pick without the test split: the best single whose validation upper bounds fit

@@ -34,8 +34,8 @@ def construction_rate(controller: Controller, embeddings: torch.Tensor, repeats:
     best = 0.0
     for _ in range(repeats):
         started = time.perf_counter()
-        masses = controller.construct(embeddings)
-        best = max(best, len(masses) / (time.perf_counter() - started))
+        systems = controller.construct(embeddings)
+        best = max(best, len(systems) / (time.perf_counter() - started))
     return best
 
 
@@ -73,10 +73,10 @@ def main() -> None:
             replay_controller.gating.score[-1].bias.fill_(5.0)
         queries = world.queries("train")[:2000]
         vectors = torch.stack(list(embed_queries(encoder, queries).values()))
-        masses = replay_controller.construct(vectors)
+        systems = replay_controller.construct(vectors)
         started = time.perf_counter()
         agents = 0
-        for mas, query in zip(masses, queries, strict=True):
+        for mas, query in zip(systems, queries, strict=True):
             agents += rollout(world, roles, mas, query).agents
         elapsed = time.perf_counter() - started
         result["replay_world"] = str(args.world.name)

@@ -197,12 +197,12 @@ def fitting_cache(experiment: Experiment, methods: dict[str, Any], config: objec
     """Greedy MAS on the test split per (method, setting), each method fitted once per setting."""
     cache: dict[tuple[str, str], list[Any]] = {}
 
-    def masses(name: str, setting: str) -> list[Any]:
+    def systems(name: str, setting: str) -> list[Any]:
         if (name, setting) not in cache:
             cache[name, setting] = methods[name](config).fit(experiment, setting)(experiment.splits.test)
         return cache[name, setting]
 
-    return masses
+    return systems
 
 
 def write_panel_mas(path: Path, solvers: list[tuple[str, str, str]], decision: tuple[str, str, str]) -> Path:

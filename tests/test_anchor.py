@@ -196,11 +196,11 @@ def test_the_anchored_start_is_the_best_template_that_fits_each_budget(
         else:
             assert _shape(plan.easy) == _shape(expected)
         shapes.append((_shape(plan.easy), _shape(plan.hard)))
-        masses = trainer.controller.construct(
+        systems = trainer.controller.construct(
             small_experiment.embed(val), budget_condition(budget, len(val)), delta=trainer.deltas[target]
         )
         # a mixture is imitated stage by stage: near its threshold a query may get a blend of the two
-        planned = [_shape(mas) in {_shape(plan.easy), _shape(plan.hard)} for mas in masses]
+        planned = [_shape(mas) in {_shape(plan.easy), _shape(plan.hard)} for mas in systems]
         assert np.mean(planned) >= (0.75 if plan.mixed else 1.0)
     assert len(set(shapes)) > 1, "the range should span budgets that different templates fit best"
 
@@ -272,8 +272,8 @@ def test_a_mixture_sends_the_hardest_queries_to_the_dearer_template(small_experi
     assert plan.measured.meets(budget) and plan.measured.perf > 0.75  # the cheap one alone: 0.5; the dear one: over
     assert 0.4 <= plan.hard_share <= 0.75
     val = splits.val
-    masses = trainer.controller.construct(small_experiment.embed(val), budget_condition(budget, len(val)))
-    sent_dear = [{agent.backbone for agent in mas.agents} == {dear} for mas in masses]
+    systems = trainer.controller.construct(small_experiment.embed(val), budget_condition(budget, len(val)))
+    sent_dear = [{agent.backbone for agent in mas.agents} == {dear} for mas in systems]
     above = [difficulty[q.id] > plan.threshold for q in val]
     assert np.mean(np.array(sent_dear) == np.array(above)) >= 0.9
 

@@ -40,9 +40,9 @@ def fitted(small_experiment: Experiment) -> Callable[[str, str], list[MAS]]:
 def test_every_test_query_gets_a_valid_mas_on_the_shared_backbone(name: str, fitted, small_experiment) -> None:
     backbone = topology_backbone(small_experiment)
     for setting in ("kappa=0", "kappa=0.02"):
-        masses = fitted(name, setting)
-        assert len(masses) == len(small_experiment.splits.test)
-        for mas in masses:
+        systems = fitted(name, setting)
+        assert len(systems) == len(small_experiment.splits.test)
+        for mas in systems:
             checked = MAS.from_json(mas.to_json())  # the full validation the trusted path skipped
             checked.check_against(small_experiment.world.catalog, small_experiment.roles)
             assert checked.agent(checked.decision).role == small_experiment.roles.decision.name

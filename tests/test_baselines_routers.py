@@ -127,9 +127,9 @@ def test_the_penalty_grid_spans_0_to_2_at_every_size(small_experiment) -> None:
 @pytest.mark.parametrize("name", METHODS)
 def test_every_test_query_gets_a_valid_mas_on_kept_backbones(name: str, small_experiment, fitted) -> None:
     experiment = small_experiment
-    masses = fitted(name, "kappa=0.1")
-    assert len(masses) == len(experiment.splits.test)
-    for mas in masses:
+    systems = fitted(name, "kappa=0.1")
+    assert len(systems) == len(experiment.splits.test)
+    for mas in systems:
         checked = MAS.from_json(mas.to_json())  # the validating constructor: acyclic, all reach the decision agent
         checked.check_against(experiment.world.catalog, experiment.roles)
         assert {agent.backbone for agent in mas.agents} <= set(experiment.kept)
@@ -156,8 +156,8 @@ def test_sampled_log_prob_is_the_log_prob_of_the_sampled_decisions(name: str) ->
     step = policy.decide(queries, "sample")
     assert torch.allclose(step.log_prob, policy.log_prob_of(queries, step.decisions), atol=1e-5)
     assert (step.entropy >= 0).all()
-    masses, log_prob, entropy = policy.sample(queries)
-    assert len(masses) == 64 and log_prob.shape == entropy.shape == (64,) and log_prob.requires_grad
+    systems, log_prob, entropy = policy.sample(queries)
+    assert len(systems) == 64 and log_prob.shape == entropy.shape == (64,) and log_prob.requires_grad
 
 
 def test_masrouter_log_prob_is_the_product_of_the_cascade_probabilities() -> None:
@@ -186,7 +186,7 @@ def test_masrouter_log_prob_is_the_product_of_the_cascade_probabilities() -> Non
 
 def test_masrouter_builds_the_chosen_mode_over_the_chosen_roles() -> None:
     policy = MasRouterPolicy(tiny_context(), seed=3)
-    chain = policy.masses(
+    chain = policy.systems(
         stacked([{"mode": [MODES.index("chain")], "count": [2], "roles": [1, 0], "backbones": [1, 0, 1]}])
     )[0]
     assert [(a.id, a.role, a.backbone) for a in chain.agents] == [
@@ -195,7 +195,7 @@ def test_masrouter_builds_the_chosen_mode_over_the_chosen_roles() -> None:
         ("a2", "Decision Maker", "b1"),
     ]
     assert chain.edges == (("a1", "a0"), ("a0", "a2"))
-    alone = policy.masses(stacked([{"mode": [0], "count": [0], "roles": [-1, -1], "backbones": [-1, -1, 0]}]))[0]
+    alone = policy.systems(stacked([{"mode": [0], "count": [0], "roles": [-1, -1], "backbones": [-1, -1, 0]}]))[0]
     assert [a.id for a in alone.agents] == ["a2"] and alone.edges == ()
 
 
@@ -260,8 +260,8 @@ def test_a_trained_policy_routes_over_an_unseen_catalog_from_backbone_features(n
     """No parameter depends on which backbones exist: swapping in a larger catalog's context just works."""
     policy: RoutingPolicy = TINY_POLICIES[name][0]()
     policy.context = tiny_context(backbones=5)
-    masses = policy.greedy(torch.randn(8, 16, generator=torch.Generator().manual_seed(4)))
-    assert all(agent.backbone in {f"b{m}" for m in range(5)} for mas in masses for agent in mas.agents)
+    systems = policy.greedy(torch.randn(8, 16, generator=torch.Generator().manual_seed(4)))
+    assert all(agent.backbone in {f"b{m}" for m in range(5)} for mas in systems for agent in mas.agents)
     queries = torch.randn(8, 16, generator=torch.Generator().manual_seed(5))
     step = policy.decide(queries, "sample")
     assert torch.allclose(step.log_prob, policy.log_prob_of(queries, step.decisions), atol=1e-5)

@@ -121,9 +121,9 @@ def test_single_llm_runs_a_backbone_the_pareto_filter_dropped(small_experiment) 
 def test_single_llm_is_the_decision_agent_alone_on_the_setting_backbone(small_experiment) -> None:
     backbone = small_experiment.kept[1]
     queries = small_experiment.splits.test[:3]
-    masses = SingleLLM().fit(small_experiment, backbone)(queries)
-    assert [mas.query_id for mas in masses] == [q.id for q in queries]
-    for mas in masses:
+    systems = SingleLLM().fit(small_experiment, backbone)(queries)
+    assert [mas.query_id for mas in systems] == [q.id for q in queries]
+    for mas in systems:
         assert len(mas) == 1 and mas.agents[0].backbone == backbone
         assert mas.agents[0].role == small_experiment.roles.decision.name
 

@@ -197,9 +197,9 @@ def test_the_batcher_builds_what_arrives_together_in_one_pass(sim_model: ServedM
     from agentbalance.serve.model import ConstructionPoint
 
     batcher = ConstructionBatcher(sim_model.construct_many)
-    masses = asyncio.run(together())
+    systems = asyncio.run(together())
     assert batcher.passes == 1
-    assert [m.to_json() for m in masses] == [sim_model.controller.construct(q).to_json() for q in queries]
+    assert [m.to_json() for m in systems] == [sim_model.controller.construct(q).to_json() for q in queries]
 
 
 def test_a_per_request_cap_stops_launching_agents_and_says_so(sim_model: ServedModel) -> None:

@@ -120,9 +120,9 @@ def test_a_tightened_budget_becomes_a_cheaper_operating_point_never_a_looser_one
     questions = [text_query(f"What is {i} * {i + 7} - {2 * i}?") for i in range(20)]
     costs = []
     for point in (OperatingPoint(), OperatingPoint(0.5, 1.0, 0.33), OperatingPoint(0.125, 1.0, 1.0)):
-        masses = model.construct_many(questions, model.construction_point(None, point))
+        systems = model.construct_many(questions, model.construction_point(None, point))
         catalog = model.world.catalog
-        costs.append(sum(catalog[a.backbone].tok_cost(catalog.assumptions) for mas in masses for a in mas.agents))
+        costs.append(sum(catalog[a.backbone].tok_cost(catalog.assumptions) for mas in systems for a in mas.agents))
     assert costs[0] >= costs[1] >= costs[2] and costs[2] < costs[0]
 
 
@@ -135,9 +135,9 @@ def test_past_the_offsets_span_a_growing_share_of_questions_goes_to_the_cheapest
     questions = [text_query(f"What is {i} * {i + 7} - {2 * i}?") for i in range(200)]
 
     def alone(point: OperatingPoint) -> set[str]:
-        masses = model.construct_many(questions, model.construction_point(None, point))
+        systems = model.construct_many(questions, model.construction_point(None, point))
         return {
-            q.id for q, mas in zip(questions, masses, strict=True) if [a.backbone for a in mas.agents] == [cheapest]
+            q.id for q, mas in zip(questions, systems, strict=True) if [a.backbone for a in mas.agents] == [cheapest]
         }
 
     within_span = model.construction_point(None, OperatingPoint(0.125**0.4, 1.0, 0.4))

@@ -41,9 +41,9 @@ def test_the_sync_rollout_gives_what_the_async_runner_gives(built) -> None:
     world = SimulatedWorld(Catalog.load(), seed=0)
     roles = RoleSet.load("mixed")
     queries = built.splits.test[:10]
-    masses = built.controller.construct(torch.stack([built.trainer.embeddings[q.id] for q in queries]))
-    traces = Runner(world, roles).run_sync(list(zip(masses, queries, strict=True)))
-    for mas, query, trace in zip(masses, queries, traces, strict=True):
+    systems = built.controller.construct(torch.stack([built.trainer.embeddings[q.id] for q in queries]))
+    traces = Runner(world, roles).run_sync(list(zip(systems, queries, strict=True)))
+    for mas, query, trace in zip(systems, queries, traces, strict=True):
         outcome = rollout(world, roles, mas, query)
         assert outcome.score == trace.score
         assert outcome.cost_usd == pytest.approx(trace.cost_usd)

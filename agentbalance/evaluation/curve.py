@@ -146,12 +146,12 @@ def measure_unit(
         done = {row.setting: row for row in unit.done}
         rows: list[CurveRow] = []
 
-        def point(setting: str, masses: Callable[[], list[MAS]]) -> None:
+        def point(setting: str, systems: Callable[[], list[MAS]]) -> None:
             resumed = setting in done
             if resumed:
                 rows.append(done[setting])
             else:
-                evaluation = measure(experiment, masses(), test)
+                evaluation = measure(experiment, systems(), test)
                 rows.append(
                     CurveRow(unit.method, setting, evaluation.perf, evaluation.tok, evaluation.lat, evaluation.n)
                 )

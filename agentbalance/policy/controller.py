@@ -285,7 +285,7 @@ class Controller(nn.Module):
         embeddings = torch.from_numpy(encoder.encode(list(texts)).copy())
         return self.construct(embeddings, condition, delta=delta)
 
-    def decisions_of(self, masses: Sequence[MAS]) -> Decisions:
+    def decisions_of(self, systems: Sequence[MAS]) -> Decisions:
         """The decisions that construct each MAS (the inverse of `to_masses`), to score or imitate them.
 
         A MAS is representable when it uses each role of the library at most once, the decision agent
@@ -296,8 +296,8 @@ class Controller(nn.Module):
         ctx = self.context
         roles, decision = ctx.role_count, ctx.decision_index
         pools, backbones, keeps, orders, hops, conditionals = [], [], [], [], [], []
-        edges = torch.zeros(len(masses), roles, roles, dtype=torch.bool)
-        for row, mas in enumerate(masses):
+        edges = torch.zeros(len(systems), roles, roles, dtype=torch.bool)
+        for row, mas in enumerate(systems):
             role_of = {agent.id: _index_of(ctx.role_names, agent.role, "role") for agent in mas.agents}
             if len(set(role_of.values())) != len(role_of) or role_of[mas.decision] != decision:
                 raise AgentBalanceError(f"{mas!r}: not one agent per role with the decision role deciding")
@@ -324,7 +324,7 @@ class Controller(nn.Module):
             orders.append(kept + [r for r in range(roles) if r not in kept])
             hops.append(max([layer[a] for a in role_of if a != mas.decision], default=1))
             conditionals.append(conditional_row)
-        count = len(masses)
+        count = len(systems)
         zeros = torch.zeros(count)
         return Decisions(
             torch.tensor(pools),
@@ -350,7 +350,7 @@ class Controller(nn.Module):
         edge_rows, conditional_rows = decisions.topology.edges.tolist(), decisions.conditional.tolist()
         ids = query_ids if query_ids is not None else [None] * len(pools)
         agents: dict[tuple[int, int, bool], Agent] = {}
-        masses = []
+        systems = []
         for index, pool in enumerate(pools):
             keep, chosen, edge_matrix = keeps[index], backbones[index], edge_rows[index]
             conditional = conditional_rows[index]
@@ -368,12 +368,12 @@ class Controller(nn.Module):
                     )
                 members.append(agents[key])
             edges = [(f"a{i}", f"a{j}") for i in order for j in order if edge_matrix[i][j]]
-            masses.append(
+            systems.append(
                 MAS.trusted(
                     members, edges, f"a{decision}", order=[f"a{r}" for r in order], query_id=ids[index], pool=pool
                 )
             )
-        return masses
+        return systems
 
 
 def _index_of(names: Sequence[str], name: str, kind: str) -> int:

@@ -73,7 +73,7 @@ class ConstructionBatcher(Generic[Point]):
                 for point, group in by_point.items():
                     queries = [asked.query for asked in group]
                     try:
-                        masses = await loop.run_in_executor(executor, self.build, queries, point)
+                        systems = await loop.run_in_executor(executor, self.build, queries, point)
                     except Exception as error:  # each request of the pass gets its error
                         for asked in group:
                             if not asked.future.done():
@@ -81,7 +81,7 @@ class ConstructionBatcher(Generic[Point]):
                         continue
                     finally:
                         self.passes += 1
-                    for asked, mas in zip(group, masses, strict=True):
+                    for asked, mas in zip(group, systems, strict=True):
                         if not asked.future.done():
                             asked.future.set_result(mas)
 

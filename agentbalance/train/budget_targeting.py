@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -18,7 +19,13 @@ from agentbalance.policy.budget_input import budget_condition
 from agentbalance.query import Query
 from agentbalance.train.training_run import TrainingRun
 
-Calibrated = tuple[bool, Evaluation, float]  # (meets the budget, validation evaluation, delta) of one target
+
+class Calibrated(NamedTuple):
+    """One target's calibration: whether it meets the budget, its validation evaluation, and the delta chosen."""
+
+    feasible: bool
+    evaluation: Evaluation
+    delta: float
 
 
 class DualAscent:
@@ -84,11 +91,11 @@ def spend_slack(trials: dict[float, Evaluation], budget: Budget, z: float) -> Ca
     fitting = {delta: e for delta, e in trials.items() if e.meets(budget)}
     if not fitting:
         delta = max(trials, key=lambda d: budget_preference(trials[d], budget))
-        return False, trials[delta], delta
+        return Calibrated(False, trials[delta], delta)
     best = max(fitting.values(), key=lambda e: (e.perf, -e.tok))
     floor = best.perf - z * best.perf_standard_error()
     delta = max(d for d, e in fitting.items() if e.perf >= floor)
-    return True, fitting[delta], delta
+    return Calibrated(True, fitting[delta], delta)
 
 
 @dataclass(frozen=True)
@@ -144,7 +151,7 @@ def best_delta(run: TrainingRun, trials: dict[float, Evaluation], target: int = 
     """The delta of a sweep with the best `budget_preference`: (meets the budget, evaluation, delta)."""
     budget = run.targets[target]
     best = max(trials, key=lambda delta: budget_preference(trials[delta], budget, run.config.fixed_penalties))
-    return trials[best].meets(budget), trials[best], best
+    return Calibrated(trials[best].meets(budget), trials[best], best)
 
 
 def delta_range(run: TrainingRun, val: Sequence[Query], target: int = -1) -> tuple[float, float]:
@@ -205,7 +212,7 @@ def calibrate_candidates(
         else:
             sweeps = [sweep_delta(run, val, snapshot.evaluations[target], target) for target in targets]
         results = [best_delta(run, sweep, target) for target, sweep in enumerate(sweeps)]
-        score = budget_score([e for _, e, _ in results], run.targets, penalties)
+        score = budget_score([result.evaluation for result in results], run.targets, penalties)
         key = selection_key(score, is_anchored(snapshot), margin)
         if best is None or key > best[0]:
             best = (key, snapshot, sweeps, score)

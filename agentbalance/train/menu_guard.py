@@ -171,9 +171,9 @@ def guard(
     on_val = np.arange(len(train), len(measured))
     decisions = []
     for target, budget in enumerate(run.targets):
-        masses, answered = policy_outcomes(run.controller, run.experiment, val, budget, run.deltas[target])
+        systems, answered = policy_outcomes(run.controller, run.experiment, val, budget, run.deltas[target])
         policy = scores_of(answered)
-        on_validation = summarise(masses, answered, z)
+        on_validation = summarise(systems, answered, z)
         policy_perf, policy_fits = on_validation.perf, on_validation.meets(budget)
         best = scores.best_fitting(budget, every, z)
         picks = held_out_picks(scores, budget, folds, z) if best is not None else None

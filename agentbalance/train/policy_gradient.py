@@ -55,9 +55,9 @@ def epoch_batches(count: int, batch: int, generator: np.random.Generator) -> Ite
         yield order[start : start + batch]
 
 
-def sampled_pairs(masses: Sequence[MAS], batch: Sequence[Query], samples: int) -> list[tuple[MAS, Query]]:
+def sampled_pairs(systems: Sequence[MAS], batch: Sequence[Query], samples: int) -> list[tuple[MAS, Query]]:
     """Each sampled MAS with its query: `samples` consecutive MAS per query of the batch (query-major)."""
-    return [(mas, batch[index // samples]) for index, mas in enumerate(masses)]
+    return [(mas, batch[index // samples]) for index, mas in enumerate(systems)]
 
 
 def reward_matrix(

@@ -147,7 +147,7 @@ class Trainer:
             start.snapshot if start is not None else None,
             start.margin if start is not None else 0.0,
         )
-        run.deltas = [delta for _, _, delta in calibrated]
+        run.deltas = [target.delta for target in calibrated]
         if run.budget_range is None:
             self.controller.config = dataclasses.replace(self.controller.config, delta=run.deltas[0])
         return self._result(calibrated, val, test, history, score, kept_epoch)
@@ -179,11 +179,11 @@ class Trainer:
         """The report of the kept weights (those of `kept_epoch`; 0: the anchored start): validation as
         calibrated, then (only now) the test split."""
         run, anchored = self.run, kept_epoch == 0
-        feasible, judged, _ = calibrated[-1]
+        feasible, judged = calibrated[-1].feasible, calibrated[-1].evaluation
         # the anchored start is judged by its cost on the training and validation questions; what it does on
         # validation alone is reported as validation, so `evaluate --split val` reproduces it
         targets = range(len(run.targets))
-        on_val = [run.evaluate(val, t) for t in targets] if anchored else [e for _, e, _ in calibrated]
+        on_val = [run.evaluate(val, t) for t in targets] if anchored else [target.evaluation for target in calibrated]
         val_eval = on_val[-1]
         lambda_tok, lambda_lat = self.duals.lambdas()
         points = []
@@ -236,8 +236,8 @@ class Trainer:
             mode="sample",
             generator=self.generator,
         )
-        masses = self.controller.to_masses(step.decisions)
-        outcomes = run.execute(sampled_pairs(masses, batch, samples))
+        systems = self.controller.to_masses(step.decisions)
+        outcomes = run.execute(sampled_pairs(systems, batch, samples))
         penalties = [Penalty(*self.duals.lambdas(t)) for t in range(len(run.targets))]
         reward = reward_matrix(outcomes, [penalties[t] for t in targets for _ in range(samples)], samples)
         loss = (

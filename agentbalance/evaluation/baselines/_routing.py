@@ -144,7 +144,7 @@ class BackboneScorer(nn.Module):
 
 
 class RoutingPolicy(nn.Module, ABC):
-    """A SampledPolicy whose subclasses say how to decide (`decide`) and what the decisions build (`masses`);
+    """A SampledPolicy whose subclasses say how to decide (`decide`) and what the decisions build (`systems`);
     sampling uses its own seeded generator, so the same seed gives the same training run."""
 
     def __init__(self, context: ControllerContext, seed: int) -> None:
@@ -159,16 +159,16 @@ class RoutingPolicy(nn.Module, ABC):
         """Sampled, greedy or given decisions for a batch, with their exact log-probability and entropy."""
 
     @abstractmethod
-    def masses(self, decisions: Decisions) -> list[MAS]:
+    def systems(self, decisions: Decisions) -> list[MAS]:
         """The MAS each row of `decisions` builds."""
 
     def sample(self, embeddings: torch.Tensor) -> tuple[list[MAS], torch.Tensor, torch.Tensor]:
         step = self.decide(embeddings, sampling.SAMPLE)
-        return self.masses(step.decisions), step.log_prob, step.entropy
+        return self.systems(step.decisions), step.log_prob, step.entropy
 
     def greedy(self, embeddings: torch.Tensor) -> list[MAS]:
         with torch.no_grad():
-            return self.masses(self.decide(embeddings, sampling.GREEDY).decisions)
+            return self.systems(self.decide(embeddings, sampling.GREEDY).decisions)
 
     def log_prob_of(self, embeddings: torch.Tensor, decisions: Decisions) -> torch.Tensor:
         """[B] exact log-probability of the given decisions (tests, diagnostics)."""

@@ -130,9 +130,9 @@ def train_sampled_policy(
             batch = [train[i] for i in rows]
             batch_penalty = penalty(generator) if callable(penalty) else penalty
             embeddings = experiment.embed(batch).repeat_interleave(samples, dim=0)
-            masses, log_prob, entropy = policy.sample(embeddings)
-            outcomes = experiment.execute(sampled_pairs(masses, batch, samples))
-            shaping = bonus(masses) if bonus is not None else None
+            systems, log_prob, entropy = policy.sample(embeddings)
+            outcomes = experiment.execute(sampled_pairs(systems, batch, samples))
+            shaping = bonus(systems) if bonus is not None else None
             reward = reward_matrix(outcomes, [batch_penalty] * len(outcomes), samples, shaping)
             loss = policy_gradient_loss(reward, log_prob, entropy, config.entropy_bonus)
             assert optimiser is not None

@@ -101,7 +101,7 @@ class CoRLPolicy(RoutingPolicy):
             lead.entropy + experts.entropy,
         )
 
-    def masses(self, decisions: Decisions) -> list[MAS]:
+    def systems(self, decisions: Decisions) -> list[MAS]:
         names = self.context.backbone_names
         return [
             self.panel_mas([names[m] for m, flag in enumerate(flags) if flag], names[lead], self.expert)

@@ -103,7 +103,7 @@ class MasRouterPolicy(RoutingPolicy):
         entropy = collaboration.entropy + count.entropy + roles.entropy + routed.entropy.view(batch, slots).sum(1)
         return Step(decisions, log_prob, entropy)
 
-    def masses(self, decisions: Decisions) -> list[MAS]:
+    def systems(self, decisions: Decisions) -> list[MAS]:
         ctx = self.context
         decision = ctx.decision_index
         result = []

@@ -87,11 +87,11 @@ class FocalDiversityTable:
             return 0.0
         return self.values[frozenset(self.index[name] for name in backbones)]
 
-    def bonus(self, masses: Sequence[MAS]) -> list[float]:
+    def bonus(self, systems: Sequence[MAS]) -> list[float]:
         """The decider's diversity reward of each MAS: the weighted focal diversity of its ensemble members."""
         return [
             DIVERSITY_WEIGHT * self.of([agent.backbone for agent in mas.agents if agent.id != mas.decision])
-            for mas in masses
+            for mas in systems
         ]
 
 
@@ -140,7 +140,7 @@ class RLFocalPolicy(RoutingPolicy):
             size.entropy + members.entropy + fusion.entropy,
         )
 
-    def masses(self, decisions: Decisions) -> list[MAS]:
+    def systems(self, decisions: Decisions) -> list[MAS]:
         names = self.context.backbone_names
         result = []
         for row, fusion in zip(decisions["members"].tolist(), decisions["fusion"].tolist(), strict=True):
