@@ -15,7 +15,6 @@ import pytest
 from agentbalance.agreement import FREE_TEXT_THRESHOLD, MeaningAgreement, answers_agree
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
-from agentbalance.mas import MAS, Agent
 from agentbalance.query import Query, as_query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import AGREED, NO_CAPS
@@ -24,6 +23,7 @@ from agentbalance.tasks.formats import EXACT, FREE
 from agentbalance.tasks.user_jsonl import user_task
 from agentbalance.worlds import open_world
 from tests.conftest import agentbalance
+from tests.fakes import cascade_mas
 from tests.loopback_server import LoopbackServer
 from tests.serving import live_world, served
 
@@ -32,14 +32,8 @@ ADVICE = "Water the fern once a week and keep it out of direct sunlight; it like
 SAME_ADVICE = "Give the fern water weekly, and keep it away from direct sun: ferns like humidity."
 OTHER_MATTER = "Call your bank to dispute the charge on your card and ask for a new card."
 DECIDER = "Trust the first answer: a fern wants weekly water and shade."
-MAS_OF_THREE = MAS(
-    [
-        Agent(id="a", role="Knowledgeable Expert", backbone="qwen3-8b"),
-        Agent(id="b", role="Scientist", backbone="qwen3-14b"),
-        Agent(id="d", role="Decision Maker", backbone="qwen3-32b", when="disagree"),
-    ],
-    [("a", "d"), ("b", "d")],
-    "d",
+MAS_OF_THREE = cascade_mas(
+    ("Knowledgeable Expert", "Scientist", "Decision Maker"), ("qwen3-8b", "qwen3-14b", "qwen3-32b")
 )
 
 
