@@ -48,8 +48,33 @@ ABLATIONS = (
     "one-pool",
     "no-escalation",
 )
-RANDOM_AT_DEPLOYMENT = ("random-selection", "random-matching")  # their greedy mode samples (see `_random_if`)
 DEPLOYMENT_SEED = 0  # a random ablation's greedy draws without a generator: seeded afresh each call
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """What one ablation changes in the controller's stages, as the stages ask it (none: every stage learned)."""
+
+    random_selection: bool = False  # the query's pool drawn uniformly
+    random_matching: bool = False  # each role's backbone drawn uniformly
+    role_only: bool = False  # agents represented by their role alone (no query, no backbone)
+    no_gating: bool = False  # every agent of the pool stays
+    dense_topology: bool = False  # every edge the order allows
+    one_pool: bool = False  # every agent in the query's own pool
+    no_escalation: bool = False  # no conditional agent
+
+    @classmethod
+    def named(cls, name: str | None) -> Ablation:
+        """The ablation of `name` (one of ABLATIONS; None and "random-pools", which acts on the pools, change no
+        stage)."""
+        if name is None or name == "random-pools":
+            return cls()
+        return cls(**{name.replace("-", "_"): True})
+
+    @property
+    def random_at_deployment(self) -> bool:
+        """A random stage stays random when the controller constructs greedily (see `_random_if`)."""
+        return self.random_selection or self.random_matching
 
 
 @dataclass(frozen=True)
@@ -66,6 +91,10 @@ class ControllerConfig:
     def __post_init__(self) -> None:
         if self.ablation is not None and self.ablation not in ABLATIONS:
             raise AgentBalanceError(f"unknown ablation {self.ablation!r}; known: {', '.join(ABLATIONS)}")
+
+    @property
+    def ablated(self) -> Ablation:
+        return Ablation.named(self.ablation)
 
 
 @dataclass(frozen=True)
@@ -152,8 +181,8 @@ class Controller(nn.Module):
         "given" (score `given` decisions); `delta` overrides the configured difficulty offset (a
         budget-conditioned model's calibrated one). A random ablation samples in greedy mode too: from
         `generator`, or else from one seeded with DEPLOYMENT_SEED for this call (reproducible constructions)."""
-        ctx, c = self.context, self.config
-        if generator is None and mode == GREEDY and c.ablation in RANDOM_AT_DEPLOYMENT:
+        ctx, c, ablated = self.context, self.config, self.config.ablated
+        if generator is None and mode == GREEDY and ablated.random_at_deployment:
             generator = torch.Generator().manual_seed(DEPLOYMENT_SEED)
         batch = query_embeddings.shape[0]
         condition = condition if condition is not None else torch.zeros(batch, CONDITION_DIM)
@@ -162,13 +191,13 @@ class Controller(nn.Module):
         offset = c.delta if delta is None else delta
         pool_log_probs = self.selection(difficulty, condition, delta=offset, max_pool=c.max_pool)
         pool_log_probs, pool = self._stage_choice(
-            pool_log_probs, "random-selection", mode, generator, given.pool if given else None
+            pool_log_probs, ablated.random_selection, mode, generator, given.pool if given else None
         )
         log_p_sel = pool_log_probs.gather(1, pool.unsqueeze(1)).squeeze(1)
 
         role_vectors = self.matching.role_vectors(query_embeddings, difficulty, condition, ctx)
         agent_pool_log_probs = self.agent_pools(
-            role_vectors, pool, ctx, max_pool=c.max_pool, query_pool_only=c.ablation == "one-pool"
+            role_vectors, pool, ctx, max_pool=c.max_pool, query_pool_only=ablated.one_pool
         )  # [B, R, P]
         given_pools = None
         if given is not None:
@@ -180,11 +209,11 @@ class Controller(nn.Module):
         vectors = self.matching.backbone_vectors(ctx)
         match_log_probs = self.matching(role_vectors, vectors, role_pools, ctx)  # [B, R, M]
         match_log_probs, backbones = self._stage_choice(
-            match_log_probs, "random-matching", mode, generator, given.backbones if given else None
+            match_log_probs, ablated.random_matching, mode, generator, given.backbones if given else None
         )
         log_p_match = match_log_probs.gather(2, backbones.unsqueeze(2)).squeeze(2).sum(1)
 
-        if c.ablation == "role-only":
+        if ablated.role_only:
             agents = self.representation.roles_only(ctx.role_embeddings, batch)
         else:
             agents = self.representation(ctx.role_embeddings, query_embeddings, vectors[backbones])
@@ -192,13 +221,13 @@ class Controller(nn.Module):
         keep_logits = self.gating(agents, log_latency, log_cost, condition)
         gated = torch.ones_like(keep_logits, dtype=torch.bool)
         gated[:, ctx.decision_index] = False  # the decision agent carries no gate
-        if c.ablation == "no-gating":
+        if ablated.no_gating:
             gated[:] = False  # every agent stays
         keep = flags(keep_logits, mode, generator, given.keep if given is not None else None) | ~gated
         gate_terms = bernoulli_log_prob(keep, keep_logits)
         log_p_gate = torch.where(gated, gate_terms, torch.zeros_like(gate_terms)).sum(1)
 
-        if c.ablation == "dense-topology":
+        if ablated.dense_topology:
             topology = dense_topology(keep, ctx.decision_index)
         else:
             topology = self.topology(
@@ -221,7 +250,7 @@ class Controller(nn.Module):
             mode,
             given.conditional if given is not None else None,
             generator,
-            enabled=c.ablation != "no-escalation",
+            enabled=not ablated.no_escalation,
         )
         parts = {
             "selection": log_p_sel,
@@ -251,13 +280,12 @@ class Controller(nn.Module):
     def _stage_choice(
         self,
         log_probs: torch.Tensor,
-        random_ablation: str,
+        random: bool,
         mode: str,
         generator: torch.Generator | None,
         given: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """A categorical stage's distribution (uniform under its random ablation) and its choice."""
-        random = self.config.ablation == random_ablation
+        """A categorical stage's distribution (uniform when its ablation makes it `random`) and its choice."""
         if random:
             log_probs = _uniform(log_probs)
         return log_probs, categorical(log_probs, _random_if(random, mode), generator, given)
