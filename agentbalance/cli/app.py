@@ -6,6 +6,7 @@ It holds no command: each command lives in its own module of this package.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -98,6 +99,62 @@ AddressOption = Annotated[str | None, typer.Option(help=ADDRESS_HELP)]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+LIVE_FLAGS = ("base_url", "cache_dir", "no_cache", "timeout", "concurrency_per_backbone", "max_tokens", "api_key_file")
+
+
+def live_world_options(
+    per_backbone: int | None = None, per_backbone_help: str | None = None, key_flag: str = "--api-key-file"
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Give a command the live world's flags (`LIVE_FLAGS`: endpoint, cache, timeout, limits, key file), handed to it
+    as one `live: LiveOptions` with the command's own `concurrency`: every command reaches a live world alike.
+    `per_backbone` is the default of --concurrency-per-backbone (`per_backbone_help` says why, when it is not None);
+    `key_flag` names the key-file flag (`serve` has a key of its own, so its world's is --world-api-key-file)."""
+    key_help = "Live world: a file holding only the endpoint's API key (else $AGENTBALANCE_API_KEY)."
+    added = {
+        "base_url": (BaseUrlOption, None),
+        "cache_dir": (CacheDirOption, None),
+        "no_cache": (NoCacheOption, False),
+        "timeout": (TimeoutOption, 60.0),
+        "concurrency_per_backbone": (
+            Annotated[int | None, typer.Option(min=1, help=per_backbone_help)]
+            if per_backbone_help
+            else ConcurrencyPerBackboneOption,
+            per_backbone,
+        ),
+        "max_tokens": (MaxTokensOption, None),
+        "api_key_file": (Annotated[Path | None, typer.Option(key_flag, help=key_help)], None),
+    }
+
+    def decorate(command: Callable[..., R]) -> Callable[..., R]:
+        signature = inspect.signature(command, eval_str=True)
+        own = [parameter for name, parameter in signature.parameters.items() if name != "live"]
+        flags = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            for name, (annotation, default) in added.items()
+        ]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: object) -> R:
+            from agentbalance.worlds import LiveOptions
+
+            given = {name: kwargs.pop(name) for name in LIVE_FLAGS}
+            live = LiveOptions(
+                base_url=given["base_url"],  # type: ignore[arg-type]
+                cache_dir=given["cache_dir"],  # type: ignore[arg-type]
+                use_cache=not given["no_cache"],
+                timeout_s=given["timeout"],  # type: ignore[arg-type]
+                concurrency=kwargs.get("concurrency", LiveOptions.concurrency),  # type: ignore[arg-type]
+                api_key_file=given["api_key_file"],  # type: ignore[arg-type]
+                max_tokens=given["max_tokens"],  # type: ignore[arg-type]
+                concurrency_per_backbone=given["concurrency_per_backbone"],  # type: ignore[arg-type]
+            )
+            return command(live=live, **kwargs)
+
+        wrapper.__signature__ = signature.replace(parameters=[*own, *flags])  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
 
 
 def reports_user_errors(command: Callable[P, R]) -> Callable[P, R]:

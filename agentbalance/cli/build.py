@@ -13,21 +13,15 @@ from rich.console import Console
 
 from agentbalance.cli.app import (
     AddressOption,
-    ApiKeyFileOption,
-    BaseUrlOption,
-    CacheDirOption,
     ConcurrencyOption,
-    ConcurrencyPerBackboneOption,
     DataOption,
     ExecutorOption,
     JudgeCatalogOption,
     JudgeOption,
     JudgeRubricOption,
     LimitOption,
-    MaxTokensOption,
-    NoCacheOption,
     TaskOption,
-    TimeoutOption,
+    live_world_options,
     reports_user_errors,
 )
 from agentbalance.cli.progress import progress_bars
@@ -37,6 +31,7 @@ from agentbalance.worlds import WORLD_HELP, LiveOptions, judge_spec
 
 
 @reports_user_errors
+@live_world_options()
 def build(
     budget_tok: Annotated[float | None, typer.Option(help="Token-cost budget: expected USD per 100 queries.")] = None,
     budget_lat: Annotated[float | None, typer.Option(help="Latency budget: expected seconds per query.")] = None,
@@ -79,19 +74,14 @@ def build(
     task: TaskOption = None,
     data: DataOption = None,
     limit: LimitOption = None,
-    base_url: BaseUrlOption = None,
-    cache_dir: CacheDirOption = None,
-    no_cache: NoCacheOption = False,
-    timeout: TimeoutOption = 60.0,
     concurrency: ConcurrencyOption = 16,
-    concurrency_per_backbone: ConcurrencyPerBackboneOption = None,
-    max_tokens: MaxTokensOption = None,
-    api_key_file: ApiKeyFileOption = None,
     judge: JudgeOption = None,
     judge_catalog: JudgeCatalogOption = None,
     judge_rubric: JudgeRubricOption = None,
     out: Annotated[Path | None, typer.Option(help="Run folder (default runs/<timestamp>).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the test result as one JSON object.")] = False,
+    *,
+    live: LiveOptions,
 ) -> None:
     """Train a controller that meets the budgets (token cost and latency) with the best performance it can."""
     from datetime import datetime
@@ -119,16 +109,7 @@ def build(
             task=task,
             data=str(data) if data else None,
             limit=limit,
-            live=LiveOptions(
-                base_url,
-                cache_dir,
-                not no_cache,
-                timeout,
-                concurrency,
-                api_key_file=api_key_file,
-                max_tokens=max_tokens,
-                concurrency_per_backbone=concurrency_per_backbone,
-            ),
+            live=live,
             judge=judge_spec(judge, judge_catalog, judge_rubric),
             seed=seed,
         ),

@@ -22,19 +22,21 @@ from agentbalance.cli.app import (
     JudgeRubricOption,
     LimitOption,
     TaskOption,
+    live_world_options,
     parse_seeds,
     reports_user_errors,
 )
 from agentbalance.cli.progress import unit_progress
 from agentbalance.cli.tables import summary_table
 from agentbalance.errors import AgentBalanceError
-from agentbalance.worlds import WORLD_HELP, judge_spec
+from agentbalance.worlds import WORLD_HELP, LiveOptions, judge_spec
 
 if TYPE_CHECKING:
     from agentbalance.evaluation.curve_files import CurveRow
 
 
 @reports_user_errors
+@live_world_options()
 def curve(
     methods: Annotated[
         str, typer.Option(help="Methods, comma-separated; groups: all, ablations (docs/curves.md).")
@@ -65,6 +67,8 @@ def curve(
     judge_rubric: JudgeRubricOption = None,
     out: Annotated[Path | None, typer.Option(help="Output folder (default runs/curve-<timestamp>).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    *,
+    live: LiveOptions,
 ) -> None:
     """Performance-budget curves: sweep each method's cost knob, measure on test, P@T / P@L / AUC / gains, plots.
 
@@ -90,6 +94,7 @@ def curve(
         task=task,
         data=str(data) if data else None,
         limit=limit,
+        live=live,
         judge=judge_spec(judge, judge_catalog, judge_rubric),
         seed=seed or 0,
     )

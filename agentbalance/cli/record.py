@@ -5,6 +5,7 @@ The recording itself is `agentbalance.worlds.recording.record`; this module pars
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -13,11 +14,10 @@ from rich.console import Console
 
 from agentbalance.catalog import Catalog
 from agentbalance.cli.app import (
-    ApiKeyFileOption,
     JudgeCatalogOption,
     JudgeOption,
     JudgeRubricOption,
-    MaxTokensOption,
+    live_world_options,
     reports_user_errors,
 )
 from agentbalance.cli.progress import progress_bars
@@ -26,6 +26,10 @@ from agentbalance.worlds import LiveOptions, judge_of, judge_spec, judged, open_
 
 
 @reports_user_errors
+@live_world_options(
+    per_backbone=1,
+    per_backbone_help="Calls in flight per backbone: 1 (the default) records service times, not a server's queue.",
+)
 def record(
     task: Annotated[str, typer.Option(help="The task whose questions every backbone answers (mmlu, math, ...).")],
     out: Annotated[Path, typer.Option(help="The replay-world folder to write.")],
@@ -33,19 +37,7 @@ def record(
     data: Annotated[Path | None, typer.Option(help="The task's local data file or folder.")] = None,
     limit: Annotated[int | None, typer.Option(help="The first N items of the task.")] = None,
     catalog: Annotated[Path | None, typer.Option(help="Backbone catalog YAML: the backbones to record.")] = None,
-    base_url: Annotated[str | None, typer.Option(help="Endpoint (else $AGENTBALANCE_BASE_URL).")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(help="Response cache folder.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the response cache.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Calls in flight at once.")] = 16,
-    concurrency_per_backbone: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Calls in flight per backbone: 1 (the default) records service times, not a server's queue."
-        ),
-    ] = 1,
-    max_tokens: MaxTokensOption = None,
-    api_key_file: ApiKeyFileOption = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per call before it is retried.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     samples: Annotated[
         int, typer.Option(min=1, help="Answers per question and backbone (sample k is sent with seed k).")
@@ -71,6 +63,8 @@ def record(
             "only the answers already served, reused without a call).",
         ),
     ] = False,
+    *,
+    live: LiveOptions,
 ) -> None:
     """Ask every backbone each question alone and write a replay world: calibrate once on real calls, train offline."""
     import asyncio
@@ -80,18 +74,7 @@ def record(
     if ask_missing and task != "served":
         raise AgentBalanceError("--ask-missing completes a served log: use it with --task served --data DIR")
     loaded_task = open_task(task, data, limit, seed)
-    live = LiveOptions(
-        base_url,
-        cache_dir,
-        not no_cache,
-        timeout,
-        concurrency,
-        loaded_task.parse,
-        api_key_file=api_key_file,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        concurrency_per_backbone=concurrency_per_backbone,
-    )
+    live = dataclasses.replace(live, parse=loaded_task.parse, temperature=temperature)
     world = open_world(world_spec, Catalog.load(catalog) if catalog else None, seed=seed, live=live)
     only, served = None, None
     if task == "served":  # the answers already paid for are reused, not asked again
@@ -125,7 +108,7 @@ def record(
                 concurrency=concurrency,
                 progress=on_call,
                 samples=samples,
-                concurrency_per_backbone=concurrency_per_backbone,
+                concurrency_per_backbone=live.concurrency_per_backbone,
                 max_usd_total=max_usd_total,
                 only=only,
             )
@@ -135,7 +118,9 @@ def record(
         if world.simulated:
             cached = "asked again (the simulated world keeps no cache; its costs are modelled, not paid)"
         else:
-            cached = "paid again (the response cache is off)" if no_cache else "served from the response cache"
+            cached = (
+                "paid again (the response cache is off)" if not live.use_cache else "served from the response cache"
+            )
         console.print(
             f"stopped at the spend cap (--max-usd-total {max_usd_total:g}): USD {summary.paid_usd:.4f} paid; kept the "
             f"{summary.questions} of {summary.asked} questions every backbone answered ({summary.dropped} calls of "

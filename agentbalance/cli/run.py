@@ -5,6 +5,7 @@ They parse and print; constructing, running and grading go through `Runner` and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -18,22 +19,16 @@ from agentbalance.agreement import FREE_TEXT_THRESHOLD, answers_agree
 from agentbalance.catalog import Catalog
 from agentbalance.cli.app import (
     AgreementThresholdOption,
-    ApiKeyFileOption,
-    BaseUrlOption,
-    CacheDirOption,
     ConcurrencyOption,
-    ConcurrencyPerBackboneOption,
     DataOption,
     JudgeCatalogOption,
     JudgeOption,
     JudgeRubricOption,
     LimitOption,
-    MaxTokensOption,
-    NoCacheOption,
     ServeBudgetLatOption,
     ServeBudgetTokOption,
     TaskOption,
-    TimeoutOption,
+    live_world_options,
     reports_user_errors,
     run_world,
     serve_budget,
@@ -105,6 +100,7 @@ def _queries_for(question: str | None, input_path: Path | None, world: World, ta
 
 
 @reports_user_errors
+@live_world_options()
 def run(
     question: Annotated[str | None, typer.Argument(help="The query text (or use --input).")] = None,
     mas_path: Annotated[Path | None, typer.Option("--mas", help="A MAS to run, as JSON (see docs/mas.md).")] = None,
@@ -117,16 +113,9 @@ def run(
     roles: Annotated[str | None, typer.Option(help="Role library: a path or general|math|code|mixed.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     concurrency: ConcurrencyOption = 32,
-    concurrency_per_backbone: ConcurrencyPerBackboneOption = None,
-    max_tokens: MaxTokensOption = None,
-    api_key_file: ApiKeyFileOption = None,
     task: TaskOption = None,
     data: DataOption = None,
     limit: LimitOption = None,
-    base_url: BaseUrlOption = None,
-    cache_dir: CacheDirOption = None,
-    no_cache: NoCacheOption = False,
-    timeout: TimeoutOption = 60.0,
     max_usd: Annotated[float | None, typer.Option(help="Hard per-query USD cap (> 0).")] = None,
     max_seconds: Annotated[float | None, typer.Option(help="Hard per-query seconds cap (> 0).")] = None,
     budget_tok: ServeBudgetTokOption = None,
@@ -136,6 +125,8 @@ def run(
     judge_rubric: JudgeRubricOption = None,
     agreement_threshold: AgreementThresholdOption = FREE_TEXT_THRESHOLD,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per query, a line each (JSONL).")] = False,
+    *,
+    live: LiveOptions,
 ) -> None:
     """Execute a MAS on one query or a JSONL file of queries; print answer, cost, latency per agent."""
     caps = Caps(max_usd, max_seconds)
@@ -145,18 +136,7 @@ def run(
         world_spec, catalog = run_world(model, world_spec, catalog)
     loaded_catalog = Catalog.load(catalog) if catalog is not None else None
     loaded_task = _load_task(task, data, limit, seed, question, input_path)
-    parse = loaded_task.parse if loaded_task else None
-    live = LiveOptions(
-        base_url,
-        cache_dir,
-        not no_cache,
-        timeout,
-        concurrency,
-        parse,
-        api_key_file=api_key_file,
-        max_tokens=max_tokens,
-        concurrency_per_backbone=concurrency_per_backbone,
-    )
+    live = dataclasses.replace(live, parse=loaded_task.parse if loaded_task else None)
     world = open_world(world_spec or "sim", loaded_catalog, seed=seed, live=live)
     world = judged(world, judge_spec(judge, judge_catalog, judge_rubric), live, seed)
     from agentbalance.experiment import task_roles
@@ -246,6 +226,7 @@ def _over_budget(result: Evaluation, budget: Budget) -> str:
 
 
 @reports_user_errors
+@live_world_options()
 def evaluate(
     model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
     world_spec: Annotated[
@@ -259,14 +240,7 @@ def evaluate(
     task: TaskOption = None,
     data: DataOption = None,
     limit: LimitOption = None,
-    base_url: BaseUrlOption = None,
-    cache_dir: CacheDirOption = None,
-    no_cache: NoCacheOption = False,
-    timeout: TimeoutOption = 60.0,
     concurrency: ConcurrencyOption = 16,
-    concurrency_per_backbone: ConcurrencyPerBackboneOption = None,
-    max_tokens: MaxTokensOption = None,
-    api_key_file: ApiKeyFileOption = None,
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,
     judge: Annotated[
@@ -276,6 +250,8 @@ def evaluate(
     judge_catalog: JudgeCatalogOption = None,
     judge_rubric: JudgeRubricOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+    *,
+    live: LiveOptions,
 ) -> None:
     """Evaluate a trained controller on a world, including one whose catalog it never saw (inductive)."""
     from agentbalance.experiment import resolve_world
@@ -289,16 +265,7 @@ def evaluate(
         task=task,
         data=str(data) if data else None,
         limit=limit,
-        live=LiveOptions(
-            base_url,
-            cache_dir,
-            not no_cache,
-            timeout,
-            concurrency,
-            api_key_file=api_key_file,
-            max_tokens=max_tokens,
-            concurrency_per_backbone=concurrency_per_backbone,
-        ),
+        live=live,
         judge=judge_spec(judge, judge_catalog, judge_rubric),
     )
     asked = serve_budget(budget_tok, budget_lat)

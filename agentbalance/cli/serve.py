@@ -16,15 +16,10 @@ from agentbalance.agreement import FREE_TEXT_THRESHOLD
 from agentbalance.catalog import Catalog
 from agentbalance.cli.app import (
     AgreementThresholdOption,
-    BaseUrlOption,
-    CacheDirOption,
     ConcurrencyOption,
-    ConcurrencyPerBackboneOption,
-    MaxTokensOption,
-    NoCacheOption,
     ServeBudgetLatOption,
     ServeBudgetTokOption,
-    TimeoutOption,
+    live_world_options,
     reports_user_errors,
     run_world,
     serve_budget,
@@ -42,6 +37,7 @@ SPEND_FILE = "serve-spend.sqlite"
 
 
 @reports_user_errors
+@live_world_options(key_flag="--world-api-key-file")
 def serve(
     model: Annotated[Path, typer.Option(help="A run folder of `agentbalance build`.")],
     host: Annotated[str, typer.Option(help="Address to bind; off loopback, --api-key-file is required.")] = "127.0.0.1",
@@ -69,8 +65,6 @@ def serve(
         float, typer.Option(min=0, help="After SIGTERM: seconds in-flight requests get to finish before a 503.")
     ] = 30.0,
     concurrency: ConcurrencyOption = 32,
-    concurrency_per_backbone: ConcurrencyPerBackboneOption = None,
-    max_tokens: MaxTokensOption = None,
     budget_tok: ServeBudgetTokOption = None,
     budget_lat: ServeBudgetLatOption = None,
     govern: Annotated[
@@ -95,17 +89,6 @@ def serve(
     ] = None,
     max_usd: Annotated[float | None, typer.Option(help="Hard per-request USD cap (> 0).")] = None,
     max_seconds: Annotated[float | None, typer.Option(help="Hard per-request seconds cap (> 0).")] = None,
-    base_url: BaseUrlOption = None,
-    world_api_key_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--world-api-key-file",
-            help="Live world: a file holding only the endpoint's API key (else $AGENTBALANCE_API_KEY).",
-        ),
-    ] = None,
-    cache_dir: CacheDirOption = None,
-    no_cache: NoCacheOption = False,
-    timeout: TimeoutOption = 60.0,
     log_level: Annotated[str, typer.Option(help=" | ".join(LOG_LEVELS))] = "info",
     log_dir: Annotated[
         Path | None,
@@ -115,6 +98,8 @@ def serve(
         ),
     ] = None,
     agreement_threshold: AgreementThresholdOption = FREE_TEXT_THRESHOLD,
+    *,
+    live: LiveOptions,
 ) -> None:
     """Serve a trained controller's MAS as an OpenAI-compatible model: POST /v1/chat/completions (plain or streamed),
     GET /v1/models, GET /health, GET /metrics.
@@ -141,16 +126,6 @@ def serve(
         spend_db=(spend_db or default_cache_dir() / SPEND_FILE) if max_usd_per_day is not None else None,
         log_dir=log_dir,
         agreement_threshold=agreement_threshold,
-    )
-    live = LiveOptions(
-        base_url,
-        cache_dir,
-        not no_cache,
-        timeout,
-        concurrency,
-        api_key_file=world_api_key_file,
-        max_tokens=max_tokens,
-        concurrency_per_backbone=concurrency_per_backbone,
     )
     world_spec, catalog = run_world(model, world_spec, catalog)
     world = open_world(world_spec, Catalog.load(catalog) if catalog is not None else None, seed=seed, live=live)
