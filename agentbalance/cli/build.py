@@ -6,7 +6,7 @@ It never trains itself: it fills a `BuildSpec` and calls `agentbalance.train.bui
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -28,6 +28,9 @@ from agentbalance.cli.progress import progress_bars
 from agentbalance.cli.tables import budget_points_table, evaluation_table, print_mas, print_result_json
 from agentbalance.errors import AgentBalanceError
 from agentbalance.worlds import WORLD_HELP, LiveOptions, judge_spec
+
+if TYPE_CHECKING:
+    from agentbalance.train.build import Built
 
 
 @reports_user_errors
@@ -168,6 +171,15 @@ def build(
     if as_json:
         print_result_json(result.test, budget, result.feasible, "test", folder)
         return
+    print_report(console, built, folder, budget_tok, budget_lat)
+
+
+def print_report(
+    console: Console, built: Built, folder: Path, budget_tok: float | None, budget_lat: float | None
+) -> None:
+    """What a build achieved, as `build` prints it: validation and test, the budget's verdict, the difficulty
+    estimator's quality and example MAS of the test questions."""
+    result = built.result
     console.print(
         evaluation_table(
             "what the controller achieves",
