@@ -26,6 +26,7 @@ from tests.conftest import agentbalance
 from tests.fakes import cascade_mas
 from tests.loopback_server import LoopbackServer
 from tests.serving import live_world, served
+from tests.test_execution_paths import ADAPTERS
 
 QUESTION = "How should I look after a fern in my flat?"
 ADVICE = "Water the fern once a week and keep it out of direct sunlight; it likes humid air."
@@ -132,18 +133,11 @@ def test_run_on_a_file_of_open_ended_questions_compares_the_replies_by_meaning(t
     assert len(decided_strictly) == 1 and QUESTION in str(decided_strictly[0].body["messages"])
 
 
-ADAPTERS = {
-    "autogen": ("autogen_agentchat", "agentbalance.adapters.autogen.GraphFlowRunner"),
-    "agent-framework": ("agent_framework", "agentbalance.adapters.agent_framework.WorkflowRunner"),
-    "langgraph": ("langgraph.graph", "agentbalance.adapters.langgraph.StateGraphRunner"),
-}
-
-
 @pytest.mark.parametrize("adapter", list(ADAPTERS))
 def test_each_framework_adapter_compares_free_text_replies_by_meaning_by_default(adapter: str) -> None:
     """The agreeing replies: no adapter asks the conditional agent (`run` and serve also check the other case)."""
-    framework, runner_path = ADAPTERS[adapter]
-    pytest.importorskip(framework, reason=f"{adapter} is an optional extra")
+    framework, extra, runner_path = ADAPTERS[adapter]
+    pytest.importorskip(framework, reason=f'{adapter} is an optional extra: pip install "agentbalance[{extra}]"')
     module, _, name = runner_path.rpartition(".")
     with LoopbackServer(responder=replies(SAME_ADVICE)) as upstream:
         runner = getattr(importlib.import_module(module), name)(RoleSet.load("general"), world=live_world(upstream))

@@ -111,11 +111,12 @@ def default_parse(text: str, query: Query) -> str | None:
     """The answer of a completion without a task: an option letter for multiple choice, else a stated final
     math answer (boxed, "The answer is X"), else the whole reply (free text, compared by meaning:
     agentbalance.agreement)."""
+    from agentbalance.tasks.formats import read_whole_text
     from agentbalance.tasks.scoring import extract_choice, extract_math_answer
 
     if query.choices:
         return extract_choice(text, query.letters)
-    return extract_math_answer(text) or text.strip() or None
+    return extract_math_answer(text) or read_whole_text(text, query)
 
 
 @dataclass(frozen=True)
