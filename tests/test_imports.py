@@ -154,6 +154,19 @@ def test_nothing_but_the_cli_imports_the_cli(graph: nx.DiGraph) -> None:
     assert not found, found
 
 
+def test_the_live_worlds_call_policy_never_reaches_http() -> None:
+    """It decides retries, waits, the deadline and the limits; the endpoint client sends, and the world composes."""
+    path = PACKAGE / "worlds" / "call_policy.py"
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+    http = {"openai", "httpx", "agentbalance.worlds.endpoint_client", "agentbalance.worlds.live"}
+    assert not {name for name in imported if name.split(".")[0] in http or name in http}
+
+
 def test_no_module_is_over_700_lines() -> None:
     long = {module_name(path): n for path in PACKAGE.rglob("*.py") if (n := len(path.read_text().splitlines())) > 700}
     assert not long, long

@@ -1,5 +1,5 @@
-"""Endpoints and API keys as a user names them: where a backbone's calls go, a key read from a file the user gives,
-a URL fit for a message.
+"""Endpoints and API keys as a user names them: where a backbone's calls go (the catalog, the world's arguments, the
+environment), a key read from a file the user gives, a URL fit for a message.
 
 It must never put a key, or a URL's password or query string, in a message, and never guess at a malformed file.
 """
@@ -12,10 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from agentbalance.catalog import Backbone
 from agentbalance.errors import AgentBalanceError
 
 log = logging.getLogger("agentbalance.worlds.live")
 
+ENV_BASE_URL = "AGENTBALANCE_BASE_URL"
+ENV_API_KEY = "AGENTBALANCE_API_KEY"
 MAX_KEY_FILE_BYTES = 4096
 
 
@@ -74,3 +77,35 @@ class Endpoint:
     @property
     def display_url(self) -> str:
         return display_url(self.base_url)
+
+
+def resolve_endpoint(backbone: Backbone, base_url: str | None, api_key: str | None, key_source: str) -> Endpoint:
+    """Where this backbone's calls go and with which key: the backbone's `base_url` / `api_key_env` (catalog), else
+    the given `base_url` / `api_key` (named by `key_source` in messages), else `$AGENTBALANCE_BASE_URL` /
+    `$AGENTBALANCE_API_KEY`. A backbone without an endpoint or a key is a user error."""
+    base_url = backbone.base_url or base_url or os.environ.get(ENV_BASE_URL)
+    if not base_url:
+        raise AgentBalanceError(
+            f"live world: no endpoint for backbone {backbone.name!r}: set ${ENV_BASE_URL} "
+            "(e.g. https://api.openai.com/v1 or http://localhost:8000/v1), pass a base URL, "
+            "or give the backbone a `base_url` in the catalog"
+        )
+    if not base_url.startswith(("http://", "https://")):
+        raise AgentBalanceError(f"live world: the base URL {display_url(base_url)!r} is not an http(s) URL")
+    if backbone.api_key_env:
+        key, source = os.environ.get(backbone.api_key_env), f"${backbone.api_key_env}"
+        if not key:
+            raise AgentBalanceError(
+                f"live world: backbone {backbone.name!r} takes its API key from {source}, which is not set"
+            )
+    elif api_key:
+        key, source = api_key, key_source
+    else:
+        key, source = os.environ.get(ENV_API_KEY), f"${ENV_API_KEY}"
+        if not key:
+            raise AgentBalanceError(
+                f"live world: no API key for backbone {backbone.name!r}: set ${ENV_API_KEY} (any non-empty value "
+                "for an endpoint without authentication, e.g. a local vLLM or Ollama) or name a variable "
+                "in the backbone's `api_key_env`"
+            )
+    return Endpoint(base_url.rstrip("/"), key, source)
