@@ -14,17 +14,17 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from agentbalance.agreement import answers_agree
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
 from agentbalance.policy.context import ControllerCatalogs, ControllerContext
 from agentbalance.pooling import AloneOnTraining, PoolingResult, build_pools, complementary_backbones
-from agentbalance.query import Query, SameAnswer
+from agentbalance.query import Query
 from agentbalance.roles import RoleSet
-from agentbalance.runtime.rollout import Grader, Outcome, execute
+from agentbalance.runtime.rollout import Outcome, execute
 from agentbalance.splits import Splits, task_splits, world_splits
+from agentbalance.task_rules import TaskRules
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import JudgeSpec, LiveOptions, judged, open_task, open_world
 from agentbalance.worlds.base import RecordedWorld, SyncWorld, World, pooled_catalog
@@ -87,11 +87,6 @@ def experiment_splits(spec: ExperimentSpec, world: World, task: Task | None) -> 
     return world_splits(world, spec.sizes, seed=spec.seed)
 
 
-def task_grader(task: Task | None) -> Grader | None:
-    """The task's scorer for worlds that do not grade (live); None where the world grades."""
-    return task.score if task is not None else None
-
-
 def experiment_pools(
     spec: ExperimentSpec,
     world: World,
@@ -109,11 +104,11 @@ def experiment_pools(
     names = list(catalogs.pooled.names)
     decision = roles.decision.name
     pairs = [(MAS.single(decision, name), query) for name in names for query in train]
-    same_answer = answers_agree(task, world)
-    outcomes = execute(world, roles, pairs, task_grader(task), same_answer=same_answer)
+    rules = TaskRules.of(task, world)
+    outcomes = execute(world, roles, pairs, rules.grader, same_answer=rules.same_answer)
     n = len(train)
     alone = {name: _alone(outcomes[i * n : (i + 1) * n]) for i, name in enumerate(names)}
-    complements = complementary_backbones(alone, pools.kept, train, same_answer)
+    complements = complementary_backbones(alone, pools.kept, train, rules.same_answer)
     if not complements:
         return pools
     return build_pools(catalogs.pooled, k=spec.pools, seed=spec.seed, complements=complements)
@@ -167,13 +162,10 @@ class Experiment:
         embeddings = embed_queries(encoder, splits.train + splits.val + splits.test)
         return cls(world, catalogs, roles, task, pools, context, splits, embeddings, encoder, spec.seed)
 
-    @property
-    def grader(self) -> Grader | None:
-        return task_grader(self.task)
-
     @functools.cached_property
-    def same_answer(self) -> SameAnswer:
-        return answers_agree(self.task, self.world, self.encoder)
+    def rules(self) -> TaskRules:
+        """How its answers are graded and compared: the task's rules, else the world's."""
+        return TaskRules.of(self.task, self.world, self.encoder)
 
     @property
     def kept(self) -> list[str]:
@@ -188,4 +180,4 @@ class Experiment:
         return torch.stack([self.embeddings[q.id] for q in queries])
 
     def execute(self, pairs: Sequence[tuple[MAS, Query]]) -> list[Outcome]:
-        return execute(self.world, self.roles, pairs, self.grader, same_answer=self.same_answer)
+        return execute(self.world, self.roles, pairs, self.rules.grader, same_answer=self.rules.same_answer)

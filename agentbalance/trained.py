@@ -11,7 +11,6 @@ from pathlib import Path
 
 import torch
 
-from agentbalance.agreement import answers_agree
 from agentbalance.budgets import Budget, BudgetRange
 from agentbalance.catalog import Catalog
 from agentbalance.encoders import TextEncoder
@@ -35,11 +34,16 @@ from agentbalance.runtime.execution import Caps, Grader
 from agentbalance.runtime.rollout import Outcome, execute
 from agentbalance.runtime.runner import Runner
 from agentbalance.runtime.trace import Trace
+from agentbalance.task_rules import TaskRules
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import JudgeSpec, LiveOptions
-from agentbalance.worlds.base import RecordedWorld, SameAnswer, World
+from agentbalance.worlds.base import RecordedWorld, SameAnswer, World, query_for
 
 SPLITS = ("train", "val", "test", "all")
+# how a Python caller names a replay world's recorded questions (`query_for`'s hint)
+RECORDED_QUERIES_HINT = (
+    "pass them as Query objects with their recorded ids (`world.queries(split)` lists them), not as question texts"
+)
 
 
 class TrainedController:
@@ -279,41 +283,28 @@ class TrainedController:
         same_answer: SameAnswer | None = None,
     ) -> list[Trace]:
         """Construct each query's MAS and execute it (a query is a text, a conversation (a list of chat messages whose
-        last is the user's question) or a Query; default world: the one it was trained in; graded by
-        the run's task when it had one, else by `grader`, else by the world; conditional agents compare
-        answers by `same_answer`, else the run's task's rule, else as canonical answers)."""
+        last is the user's question) or a Query; a replay world's are Queries with its recorded ids, looked up by
+        `query_for`; default world: the one it was trained in). Graded by `grader`, else (in the default world) by
+        the run's task when it had one, else by the world; conditional agents compare answers by `same_answer`, else
+        by the task's rule, else by the world's (`TaskRules`)."""
         task = None
         if world is None:
             world, task = self.open_world()
-        if isinstance(world, RecordedWorld) and any(not isinstance(query, Query) for query in queries):
-            raise AgentBalanceError(
-                f"{world.name} replays its recorded questions only: pass them as Query objects with their recorded "
-                "ids (`world.queries(split)` lists them), not as question texts"
-            )
+        asked = [query_for(world, query, hint=RECORDED_QUERIES_HINT) for query in queries]
         controller = self.over(world)
-        asked = [as_query(query) for query in queries]
         systems = controller.construct_many(asked, budget)
-        runner = controller.runner(
-            world, task, caps=caps, concurrency=concurrency, grader=grader, same_answer=same_answer
-        )
+        own = TaskRules.of(task, world, self.encoder)
+        rules = TaskRules(grader or own.grader, same_answer or own.same_answer)
+        runner = controller.runner(world, rules, caps=caps, concurrency=concurrency)
         return runner.run_sync(list(zip(systems, asked, strict=True)))
 
     def runner(
-        self,
-        world: World,
-        task: Task | None = None,
-        *,
-        caps: Caps | None = None,
-        concurrency: int = 32,
-        grader: Grader | None = None,
-        same_answer: SameAnswer | None = None,
+        self, world: World, rules: TaskRules | None = None, *, caps: Caps | None = None, concurrency: int = 32
     ) -> Runner:
         """The runner `run` executes its MAS with, for callers that run them themselves (`serve`, in its own
-        event loop): graded by `grader`, else by `task`'s scorer, else by the world; conditional agents compare
-        answers by `same_answer`, else `task`'s rule, else as canonical answers."""
-        grader = grader or (task.score if task is not None else None)
-        same_answer = same_answer or answers_agree(task, world, self.encoder)
-        return Runner(world, self.roles, concurrency, caps, grader, same_answer)
+        event loop): answers graded and compared by `rules` (default: the world's, `TaskRules.of(None, world)`)."""
+        rules = rules or TaskRules.of(None, world, self.encoder)
+        return Runner(world, self.roles, concurrency, caps, rules.grader, rules.same_answer)
 
     def evaluate(
         self,
@@ -351,10 +342,9 @@ class TrainedController:
             queries = splits.train + splits.val + splits.test if split == "all" else splits.get(split)
         controller = self.over(opened)
         systems = controller.construct_many(queries, budget)
-        grader = task.score if task is not None else None
-        same_answer = answers_agree(task, opened, self.encoder)
+        rules = TaskRules.of(task, opened, self.encoder)
         pairs = list(zip(systems, queries, strict=True))
-        return systems, execute(opened, controller.roles, pairs, grader, same_answer=same_answer)
+        return systems, execute(opened, controller.roles, pairs, rules.grader, same_answer=rules.same_answer)
 
 
 def every_question(world: World, task: Task | None) -> list[Query]:

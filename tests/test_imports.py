@@ -40,7 +40,9 @@ ALLOWED: dict[str, set[str]] = {
     "policy": CORE | {"pooling", "encoders"},
     "splits": CORE | {"worlds", "tasks"},
     "agreement": CORE | {"encoders", "tasks", "worlds"},
-    "experiment": CORE | {"worlds", "tasks", "encoders", "pooling", "splits", "runtime", "policy", "agreement"},
+    "task_rules": CORE | {"agreement", "runtime", "tasks", "worlds"},
+    "experiment": CORE
+    | {"worlds", "tasks", "encoders", "pooling", "splits", "runtime", "policy", "agreement", "task_rules"},
     "measuring": CORE | {"runtime", "experiment", "policy"},
     "run_folder": CORE | {"experiment", "policy", "pooling", "encoders", "worlds"},
     "train": CORE
@@ -48,12 +50,12 @@ ALLOWED: dict[str, set[str]] = {
     | {"encoders", "worlds", "plots"},
     "trained": CORE
     | {"run_folder", "runtime", "worlds", "experiment", "measuring", "policy", "tasks"}
-    | {"encoders", "agreement"},
+    | {"encoders", "agreement", "task_rules"},
     "evaluation": CORE
     | {"trained", "train", "runtime", "experiment", "measuring", "policy"}
     | {"templates", "pooling", "plots", "encoders", "worlds", "splits", "tasks"},
     "adapters": CORE | {"trained", "runtime", "worlds", "encoders", "agreement"},
-    "serve": CORE | {"trained", "runtime", "worlds", "encoders", "templates", "agreement"},
+    "serve": CORE | {"trained", "runtime", "worlds", "encoders", "templates", "agreement", "task_rules"},
     "agentbalance": CORE | {"pooling", "runtime", "worlds", "trained"},
 }
 NEVER = [

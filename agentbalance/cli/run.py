@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from agentbalance.agreement import FREE_TEXT_THRESHOLD, answers_agree
+from agentbalance.agreement import FREE_TEXT_THRESHOLD
 from agentbalance.catalog import Catalog
 from agentbalance.cli.app import (
     AgreementThresholdOption,
@@ -40,13 +40,17 @@ from agentbalance.query import Query, read_queries
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import Caps
 from agentbalance.runtime.runner import Runner
+from agentbalance.task_rules import TaskRules
 from agentbalance.tasks.base import Task
 from agentbalance.worlds import WORLD_HELP, LiveOptions, judge_of, judge_spec, judged, open_task, open_world
-from agentbalance.worlds.base import RecordedWorld, World
+from agentbalance.worlds.base import RecordedWorld, World, query_for
 
 if TYPE_CHECKING:
     from agentbalance.budgets import Budget
     from agentbalance.measuring import Evaluation
+
+# how a user of `run` names a replay world's recorded questions (`query_for`'s hint)
+RECORDED_QUERIES_HINT = 'give them with --input FILE.jsonl, one {"id": "..."} a line, not as a QUERY text'
 
 
 def _roles_for(mas: MAS, roles: str | None, world: World | None) -> RoleSet:
@@ -84,19 +88,13 @@ def _queries_for(question: str | None, input_path: Path | None, world: World, ta
         return list(task.items())
     if (question is None) == (input_path is None):
         raise AgentBalanceError("give either a QUERY text or --input FILE.jsonl (exactly one)")
-    recorded = isinstance(world, RecordedWorld)  # replay worlds look queries up by id
-    if recorded and question is not None:
-        raise AgentBalanceError(
-            f"{world.name} replays its recorded questions only, named by id: give them with --input FILE.jsonl "
-            '(one {"id": "..."} a line), not as a QUERY text'
-        )
-    if input_path is not None:
-        queries = read_queries(input_path, question_optional=recorded)
-    else:
-        if not (question or "").strip():
-            raise AgentBalanceError("the QUERY text is blank: give a question, or --input FILE.jsonl")
-        queries = [Query(id="q1", question=question or "")]
-    return [world.resolve_query(query) for query in queries] if isinstance(world, RecordedWorld) else queries
+    if input_path is not None:  # a replay world's file may name its questions by id alone
+        queries = read_queries(input_path, question_optional=isinstance(world, RecordedWorld))
+        return [query_for(world, query) for query in queries]
+    if not (question or "").strip():
+        raise AgentBalanceError("the QUERY text is blank: give a question, or --input FILE.jsonl")
+    asked = query_for(world, question, hint=RECORDED_QUERIES_HINT)
+    return [asked.model_copy(update={"id": "q1"})]  # a lone QUERY text is query q1
 
 
 @reports_user_errors
@@ -142,8 +140,7 @@ def run(
     from agentbalance.experiment import task_roles
 
     default_roles = roles or (task_roles(loaded_task) if loaded_task else None)
-    grader = loaded_task.score if loaded_task else None
-    same_answer = answers_agree(loaded_task, world, threshold=agreement_threshold)
+    rules = TaskRules.of(loaded_task, world, threshold=agreement_threshold)
     if model is not None:
         from agentbalance.trained import TrainedController
 
@@ -156,8 +153,8 @@ def run(
             budget=serve_budget(budget_tok, budget_lat),
             caps=caps,
             concurrency=concurrency,
-            grader=grader,
-            same_answer=same_answer,
+            grader=rules.grader,
+            same_answer=rules.same_answer,
         )
     else:
         assert mas_path is not None
@@ -167,7 +164,9 @@ def run(
         library = _roles_for(mas, default_roles, world)
         mas.check_against(world.catalog, library, source=str(mas_path))
         queries = _queries_for(question, input_path, world, loaded_task)
-        runner = Runner(world, library, concurrency=concurrency, caps=caps, grader=grader, same_answer=same_answer)
+        runner = Runner(
+            world, library, concurrency=concurrency, caps=caps, grader=rules.grader, same_answer=rules.same_answer
+        )
         traces = runner.run_sync([(mas, query) for query in queries])
     grading = judge_of(world)
     if as_json:

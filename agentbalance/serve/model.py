@@ -13,20 +13,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentbalance.agreement import FREE_TEXT_THRESHOLD, answers_agree
+from agentbalance.agreement import FREE_TEXT_THRESHOLD
 from agentbalance.budgets import Budget
 from agentbalance.encoders import TextEncoder
 from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import MAS
-from agentbalance.query import Query, text_query
+from agentbalance.query import Query
 from agentbalance.roles import RoleSet
 from agentbalance.runtime.execution import Caps
 from agentbalance.runtime.runner import Runner
 from agentbalance.serve.governor import DEFAULT_MIN_SCALE, OperatingPoint
 from agentbalance.serve.protocol import Asked, ProtocolError
+from agentbalance.task_rules import TaskRules
 from agentbalance.templates import single_mas
 from agentbalance.trained import TrainedController
-from agentbalance.worlds.base import AgentCall, AgentCallFailed, RecordedWorld, World
+from agentbalance.worlds.base import AgentCall, AgentCallFailed, QueryRefused, Refusal, World, query_for
 from agentbalance.worlds.live import LiveWorld
 
 ENCODER_MEMORY = 20_000  # query embeddings kept in memory (about 30 MB)
@@ -95,27 +96,12 @@ class ServedModel:
     def query(self, asked: Asked) -> Query:
         """The query of a request: its last user message (same text, same id: the controller builds the same MAS
         and the simulator answers it the same way) with the conversation before it as context, or in a replay
-        world the recorded question `query_id` names, with that context."""
-        if isinstance(self.world, RecordedWorld):
-            if asked.query_id is None:
-                raise ProtocolError(
-                    400,
-                    f"query_id: the {self.world.name!r} world replays recorded answers, so it answers only its "
-                    'recorded questions: name one with the body field "query_id"',
-                    param="query_id",
-                )
-            try:
-                named = Query(id=asked.query_id, question=asked.question, context=asked.context)
-                return self.world.resolve_query(named)
-            except (AgentBalanceError, KeyError, IndexError):
-                raise ProtocolError(
-                    400,
-                    f"query_id: {asked.query_id!r} is not a recorded question of {self.world.name!r}",
-                    param="query_id",
-                ) from None
-        if asked.query_id is not None:
-            raise ProtocolError(400, "query_id: only a replay world looks questions up by id", param="query_id")
-        return text_query(asked.question).model_copy(update={"context": asked.context})
+        world the recorded question `query_id` names, with that context (`query_for`; a refusal is a 400 in the
+        client's terms, never naming the server's files)."""
+        try:
+            return query_for(self.world, asked.question, query_id=asked.query_id, context=asked.context)
+        except QueryRefused as refused:
+            raise ProtocolError(400, f"query_id: {_client_wording(refused)}", param="query_id") from None
 
     def check_fits(self, mas: MAS, query: Query) -> None:
         """A 400 when the question alone cannot fit the context window of one of the MAS's backbones (with its
@@ -195,8 +181,8 @@ class ServedModel:
 
     def runner(self, caps: Caps, concurrency: int, agreement_threshold: float = FREE_TEXT_THRESHOLD) -> Runner:
         """The runner of every request; free-text replies agree from `agreement_threshold` (agentbalance.agreement)."""
-        agree = answers_agree(None, self.world, self.controller.encoder, agreement_threshold)
-        return self.controller.runner(self.world, caps=caps, concurrency=concurrency, same_answer=agree)
+        rules = TaskRules.of(None, self.world, self.controller.encoder, agreement_threshold)
+        return self.controller.runner(self.world, rules, caps=caps, concurrency=concurrency)
 
     def describe(self) -> dict[str, Any]:
         """What /v1/models says about the model beyond its name."""
@@ -210,3 +196,15 @@ class ServedModel:
             "budget_range": budget_range.describe() if budget_range is not None else None,
             "backbones": list(controller.backbones),
         }
+
+
+def _client_wording(refused: QueryRefused) -> str:
+    """Why a request's question was refused, in a client's terms (its body field `query_id`)."""
+    if refused.why is Refusal.TEXT:
+        return (
+            f"the {refused.world!r} world replays recorded answers, so it answers only its recorded questions: "
+            'name one with the body field "query_id"'
+        )
+    if refused.why is Refusal.UNKNOWN_ID:
+        return f"{refused.query_id!r} is not a recorded question of {refused.world!r}"
+    return "only a replay world looks questions up by id"

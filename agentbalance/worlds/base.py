@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
 from agentbalance.catalog import Backbone, Catalog
+from agentbalance.errors import AgentBalanceError
 from agentbalance.mas import Agent
-from agentbalance.query import Query, SameAnswer, Turn
+from agentbalance.query import Message, Query, SameAnswer, Turn, as_query
 from agentbalance.roles import Role
 from agentbalance.tasks.formats import same_text
 
@@ -183,6 +185,69 @@ class RecordedWorld(Protocol):
     def calibrated_catalog(self) -> Catalog:
         """The catalog with scores measured on the training split (what pools and features use)."""
         ...
+
+
+class Refusal(Enum):
+    """Why a world cannot take a question as the caller gave it."""
+
+    TEXT = "a question text, where a replay world needs the id of a recorded question"
+    UNKNOWN_ID = "an id the replay world did not record"
+    NO_LOOKUP = "an id to look up, in a world that looks no question up (only a replay world does)"
+
+
+class QueryRefused(AgentBalanceError):
+    """A question a world cannot take as given (`query_for`), with the facts a caller words its own advice from
+    (a CLI flag, a request's body field, a Python argument): why, the world's name, the id or the text."""
+
+    def __init__(
+        self, why: Refusal, world: str, message: str, *, query_id: str | None = None, text: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.why = why
+        self.world = world
+        self.query_id = query_id
+        self.text = text
+
+
+def query_for(
+    world: World,
+    asked: str | Query | Sequence[Message] | None = None,
+    *,
+    query_id: str | None = None,
+    context: Sequence[Turn] = (),
+    hint: str = "name them by their recorded ids, not by question texts",
+) -> Query:
+    """The world's Query for what a caller has: a question text, a conversation, a Query, or `query_id`, the id of
+    a recorded question to look up (`asked` is then not read).
+
+    A replay world (RecordedWorld) answers only its recorded questions, named by id: `query_id` or a Query's id
+    gives the recorded question, with the conversation it comes in (`context`, else the Query's); a text is refused,
+    with `hint` (how the caller's user names recorded questions), and so is an id it did not record. Every other world
+    takes the question as given (a Query as it is, a text as the Query `as_query` makes of it, with `context`) and
+    refuses an id to look up: only a replay world looks questions up. Every refusal is a `QueryRefused`."""
+    if asked is None and query_id is None:
+        raise AgentBalanceError("query_for needs a question (a text, a conversation or a Query) or a recorded id")
+    if not isinstance(world, RecordedWorld):
+        if query_id is not None or asked is None:
+            message = f"{world.name} looks no question up by id ({query_id!r}): only a replay world does"
+            raise QueryRefused(Refusal.NO_LOOKUP, world.name, message, query_id=query_id)
+        query = as_query(asked)
+        return query.model_copy(update={"context": tuple(context)}) if context else query
+    if query_id is not None:
+        wanted, named = None, query_id
+    elif isinstance(asked, Query):
+        wanted, named = asked, asked.id
+    else:
+        text = asked if isinstance(asked, str) else None
+        message = f"{world.name} replays its recorded questions only: {hint}"
+        raise QueryRefused(Refusal.TEXT, world.name, message, text=text)
+    try:
+        wanted = wanted or Query(id=named, question=f"(recorded question {named})")
+        return world.resolve_query(wanted.model_copy(update={"context": tuple(context)}) if context else wanted)
+    except (AgentBalanceError, LookupError, ValueError) as error:  # ValueError: an id no Query can carry ("")
+        worded = isinstance(error, AgentBalanceError)  # the world's own words say what and where
+        message = str(error) if worded else f"{world.name}: question id {named!r} is not recorded"
+        raise QueryRefused(Refusal.UNKNOWN_ID, world.name, message, query_id=named) from None
 
 
 class WrappedWorld:
