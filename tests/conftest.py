@@ -49,11 +49,21 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def across_workers(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """A folder every pytest-xdist worker of this test run shares (the run's own temporary folder), or the
+    session's own folder without workers."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if worker_id != "master" else base
+
+
 @pytest.fixture(scope="session")
-def shared_embeddings(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One embedding store for the whole session: an embedding depends only on its text, model and
-    precision (its key), so tests that do not test the cache itself need not embed a question twice."""
-    return tmp_path_factory.mktemp("shared-embeddings")
+def shared_embeddings(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """One embedding store for the whole test run, every pytest-xdist worker's: an embedding depends only on its
+    text, model and precision (its key), so tests that do not test the cache itself need not embed a question twice
+    (the store is safe to share between processes: tests/test_shared_caches.py)."""
+    folder = across_workers(tmp_path_factory, worker_id) / "shared-embeddings"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -107,13 +117,6 @@ def built_run(tmp_path_factory: pytest.TempPathFactory, shared_embeddings: Path)
         patch.setenv("AGENTBALANCE_EMBEDDING_CACHE_DIR", str(shared_embeddings))
         spec = BuildSpec(ExperimentSpec(sizes=(40, 20, 20)), Budget(0.5, 60.0), TrainConfig(epochs=2), restarts=2)
         return build(spec, out)
-
-
-def across_workers(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """A folder every pytest-xdist worker of this test run shares (the run's own temporary folder), or the
-    session's own folder without workers."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if worker_id != "master" else base
 
 
 @pytest.fixture(scope="session")

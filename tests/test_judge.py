@@ -230,6 +230,7 @@ def rated_by_backbone(body: dict[str, Any]) -> str:
     return "Rating: [[9]]" if "qwen3-8b works" in body["messages"][-1]["content"] else "Rating: [[4]]"
 
 
+@pytest.mark.slow  # builds and sweeps
 def test_build_evaluate_and_curve_on_questions_without_gold_grade_with_a_judge(tmp_path: Path) -> None:
     """Live questions without gold answers: `build` and `curve` refuse them without a judge (nothing to train or
     measure by) and work with `--judge`, reporting its cost apart; `evaluate` grades with the run's own judge."""

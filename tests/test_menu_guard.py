@@ -90,6 +90,7 @@ def plan_served(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow  # builds
 def test_where_the_policy_does_not_win_one_plan_serves_every_query_and_the_run_folder_says_so(
     plan_served: Path,
 ) -> None:
@@ -109,6 +110,7 @@ def test_where_the_policy_does_not_win_one_plan_serves_every_query_and_the_run_f
     assert trained.cheapest_shift() == 0.0
 
 
+@pytest.mark.slow  # builds
 def test_without_the_guard_the_policy_serves_and_no_plan_is_saved(tmp_path: Path) -> None:
     out = tmp_path / "run"
     build(dataclasses.replace(SPEC, train=TrainConfig(epochs=1)), out)  # the guard is opt-in
@@ -116,6 +118,7 @@ def test_without_the_guard_the_policy_serves_and_no_plan_is_saved(tmp_path: Path
     assert TrainedController.load(out).plan_for() is None
 
 
+@pytest.mark.slow  # builds
 def test_over_other_backbones_the_policy_serves_since_the_plans_were_chosen_among_the_trained_ones(
     plan_served: Path,
 ) -> None:
