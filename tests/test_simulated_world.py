@@ -96,6 +96,31 @@ def test_outcomes_are_a_pure_function_of_seed_query_backbone_role_and_inputs(ite
     assert first != other
 
 
+def test_what_an_agent_does_alone_is_kept_without_changing_any_answer(
+    items: dict[str, list[Query]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A world keeps each agent's solo draws (training asks for them again and again); a world that keeps none, a
+    second asking, inputs that change the answer, and a role renamed to another's with other domains all agree."""
+    from agentbalance.worlds.simulated import world as simulated
+
+    queries = items["math"][:60]
+    mathematician = LIBRARIES["math"]["Mathematician"]
+    impostor = mathematician.model_copy(update={"domains": ("code",)})  # same name, another fit
+
+    def asked(world: SimulatedWorld) -> list[list[Completion]]:
+        return [
+            ask(world, "qwen3-8b", mathematician, queries),
+            ask(world, "qwen3-8b", mathematician, queries, lambda query: [wrong_input(world, query)] * 2),
+            ask(world, "qwen3-8b", impostor, queries),
+            ask(world, "qwen3-8b", mathematician, queries),
+        ]
+
+    kept = asked(SimulatedWorld(CATALOG, seed=0))
+    assert kept[3] == kept[0] and kept[1] != kept[0] and kept[2] != kept[0]
+    monkeypatch.setattr(simulated, "ALONE_KEPT", 1)  # every solo draw computed afresh
+    assert asked(SimulatedWorld(CATALOG, seed=0)) == kept
+
+
 def test_reasoning_backbones_write_more_take_longer_and_gain_on_hard_items_not_easy_ones(
     world: SimulatedWorld, items: dict[str, list[Query]]
 ) -> None:

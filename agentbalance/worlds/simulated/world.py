@@ -32,6 +32,9 @@ DOMAIN_BENCHMARKS: dict[str, tuple[str, ...]] = {
 }
 CALIBRATION_SEED = 20251212  # fixed: calibration must not move with the world's seed
 _NORMAL = NormalDist()
+# what agents do alone, kept per world (`SimulatedWorld._alone`): a default build's 600 training questions times the
+# backbones and roles its systems use fit, and at about 300 bytes each it stays under 40 MB
+ALONE_KEPT = 2**17
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ class SimulatedWorld:
         self.abilities = self._calibrate()
         self.checkpoints = {b.name: _checkpoint(b) for b in catalog}
         self.inheritances = {b.name: self.inheritance(b) for b in catalog}
+        self._kept_alone: dict[tuple[object, ...], tuple[float, str | None, int]] = {}  # see `_alone`
 
     # ---- calibration
 
@@ -222,11 +226,9 @@ class SimulatedWorld:
         profile = self.profile(call.query)
         backbone, role = call.backbone, call.role
         key = (call.query.id, backbone.name, role.name)
-        p_own = self.solve_probability(backbone, role, profile.domain, profile.difficulty)
-        own = self._own_answer(profile, backbone, p_own, key)
+        p_own, own, completion_tokens = self._alone(profile, backbone, role, key)
         answer = self._combine(profile, role, p_own, own, call.inputs, key) if call.inputs else own
         prompt_tokens = estimate_prompt_tokens(call)
-        completion_tokens = self._completion_tokens(backbone, role, profile, key)
         decode_speed = backbone.decode_speed(self.catalog.assumptions)
         ttft = backbone.ttft_s if backbone.ttft_s is not None else self.catalog.assumptions.ttft_s
         latency = (
@@ -242,6 +244,24 @@ class SimulatedWorld:
             latency_s=latency,
             score=float(answer == profile.gold) if profile.gold_known else None,
         )
+
+    def _alone(
+        self, profile: QueryProfile, backbone: Backbone, role: Role, key: tuple[str, ...]
+    ) -> tuple[float, str | None, int]:
+        """What an agent does before it reads its inputs: its chance to solve alone, its own answer and its length in
+        tokens. They are a pure function of the seed, the query, the backbone and the role, so they are kept (up to
+        `ALONE_KEPT`, then all forgotten at once): training asks for the same ones in every epoch and sample, and
+        computing them was about two thirds of the simulator's time in a build."""
+        kept_key = (profile, *key, role.kind, role.domains)
+        kept = self._kept_alone.get(kept_key)
+        if kept is None:
+            p_own = self.solve_probability(backbone, role, profile.domain, profile.difficulty)
+            own = self._own_answer(profile, backbone, p_own, key)
+            kept = (p_own, own, self._completion_tokens(backbone, role, profile, key))
+            if len(self._kept_alone) >= ALONE_KEPT:
+                self._kept_alone.clear()
+            self._kept_alone[kept_key] = kept
+        return kept
 
     def _own_answer(self, profile: QueryProfile, backbone: Backbone, p_own: float, key: tuple[str, ...]) -> str | None:
         """Solve alone. The noise is mostly per (query, backbone): at temperature 0 a backbone repeats
